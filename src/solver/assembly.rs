@@ -1,0 +1,277 @@
+//! Problem assembly: from a [`StepProblem`] to the matrices of design note §1.
+//!
+//! Builds the block-diagonal `A`, the right-hand side `b`, each contact's 3×6 Jacobian blocks, its
+//! bias `e` (speculative gap, capped push-out, restitution, the fixed side's velocity), its
+//! effective normal mass, and the list of body pairs that couple the Newton systems. Validates
+//! the input on the way. Knows nothing of iterations or factorizations.
+
+use glam::DVec3;
+use nalgebra::{DVector, Matrix3, Matrix3x6, Vector3, Vector6};
+
+use super::problem::{ContactSide, StepProblem};
+use super::report::InvalidInput;
+use super::settings::SolverSettings;
+
+fn v3(v: DVec3) -> Vector3<f64> {
+    Vector3::new(v.x, v.y, v.z)
+}
+
+/// A dynamic body's blocks of `A` and `A⁻¹`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BodyBlocks {
+    pub mass: f64,
+    pub inertia: Matrix3<f64>,
+    pub inv_mass: f64,
+    pub inv_inertia: Matrix3<f64>,
+}
+
+/// One side of an assembled contact: the body index and its Jacobian block, sign included.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JacobianBlock {
+    pub body: usize,
+    pub jac: Matrix3x6<f64>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AssembledContact {
+    pub sides: [Option<JacobianBlock>; 2],
+    /// Bias `e` of `w = J v + e`, before the de Saxcé shift.
+    pub bias: Vector3<f64>,
+    pub mu: f64,
+    /// Effective normal mass `1 / (n J A⁻¹ Jᵀ n)`, kg.
+    pub mass: f64,
+    /// World directions of the rows `(n, t₁, t₂)`.
+    pub frame: [DVec3; 3],
+    /// Index into [`Assembled::pairs`] when both sides are dynamic.
+    pub pair: Option<usize>,
+    /// Index in the problem's contact list (contacts between two fixed sides are dropped).
+    pub source: usize,
+}
+
+/// The assembled step, reused across solves to keep the hot loop allocation-free.
+#[derive(Debug, Default)]
+pub(crate) struct Assembled {
+    pub bodies: Vec<BodyBlocks>,
+    pub rhs: DVector<f64>,
+    pub contacts: Vec<AssembledContact>,
+    /// Distinct dynamic body pairs `(a, b)`, `a < b`, in sorted order.
+    pub pairs: Vec<(usize, usize)>,
+}
+
+fn side_jacobian(com: DVec3, point: DVec3, frame: &[DVec3; 3], sign: f64) -> Matrix3x6<f64> {
+    let r = point - com;
+    let mut jac = Matrix3x6::zeros();
+    for (row, d) in frame.iter().enumerate() {
+        let angular = r.cross(*d);
+        for k in 0..3 {
+            jac[(row, k)] = sign * d[k];
+            jac[(row, 3 + k)] = sign * angular[k];
+        }
+    }
+    jac
+}
+
+impl Assembled {
+    pub fn dofs(&self) -> usize {
+        6 * self.bodies.len()
+    }
+
+    /// Fills `self` from `problem`; `velocity` receives the step-start velocities.
+    pub fn assemble(
+        &mut self,
+        problem: &StepProblem,
+        settings: &SolverSettings,
+        velocity: &mut DVector<f64>,
+    ) -> Result<(), InvalidInput> {
+        let dt = problem.dt;
+        if !(dt.is_finite() && dt > 0.0) {
+            return Err(InvalidInput::TimeStep);
+        }
+        let n = 6 * problem.bodies.len();
+        self.bodies.clear();
+        self.rhs = std::mem::take(&mut self.rhs).resize_vertically(n, 0.0);
+        *velocity = std::mem::take(velocity).resize_vertically(n, 0.0);
+        for (i, body) in problem.bodies.iter().enumerate() {
+            let inertia = Matrix3::from_column_slice(&body.inertia.to_cols_array());
+            let finite = body.mass.is_finite()
+                && inertia.iter().all(|x| x.is_finite())
+                && [body.center_of_mass, body.linear_velocity, body.angular_velocity]
+                    .iter()
+                    .chain([body.linear_impulse, body.angular_impulse].iter())
+                    .all(|v| v.is_finite());
+            let symmetric = (inertia - inertia.transpose()).abs().max() <= 1e-9 * inertia.abs().max();
+            let inv_inertia = inertia.cholesky().filter(|_| symmetric).map(|c| c.inverse());
+            let (true, Some(inv_inertia)) = (finite && body.mass > 0.0, inv_inertia) else {
+                return Err(InvalidInput::Body(i));
+            };
+            self.bodies.push(BodyBlocks {
+                mass: body.mass,
+                inertia,
+                inv_mass: 1.0 / body.mass,
+                inv_inertia,
+            });
+            let v = Vector6::new(
+                body.linear_velocity.x,
+                body.linear_velocity.y,
+                body.linear_velocity.z,
+                body.angular_velocity.x,
+                body.angular_velocity.y,
+                body.angular_velocity.z,
+            );
+            velocity.fixed_rows_mut::<6>(6 * i).copy_from(&v);
+            let (p, l) = (v3(body.linear_impulse), v3(body.angular_impulse));
+            let rhs = self.apply_block(i, &v) + Vector6::new(p.x, p.y, p.z, l.x, l.y, l.z);
+            self.rhs.fixed_rows_mut::<6>(6 * i).copy_from(&rhs);
+        }
+
+        self.contacts.clear();
+        self.pairs.clear();
+        for (ci, contact) in problem.contacts.iter().enumerate() {
+            let (n, t1, t2) = contact.frame();
+            let frame_ok = n.is_finite()
+                && t1.is_finite()
+                && t2.is_finite()
+                && (n.length() - 1.0).abs() < 1e-6
+                && n.dot(t1).abs() < 1e-6
+                && n.dot(t2).abs() < 1e-6
+                && t1.dot(t2).abs() < 1e-6;
+            let scalars_ok = contact.point.is_finite()
+                && contact.gap.is_finite()
+                && contact.friction.is_finite()
+                && contact.friction >= 0.0
+                && (0.0..=1.0).contains(&contact.restitution);
+            if !(frame_ok && scalars_ok) {
+                return Err(InvalidInput::Contact(ci));
+            }
+            let frame = [n, t1, t2];
+            let mut sides = [None, None];
+            let mut fixed_velocity = Vector3::zeros();
+            for (k, (side, sign)) in [(contact.body1, 1.0), (contact.body2, -1.0)].into_iter().enumerate() {
+                match side {
+                    ContactSide::Body(b) => {
+                        let Some(body) = problem.bodies.get(b) else {
+                            return Err(InvalidInput::Contact(ci));
+                        };
+                        let jac = side_jacobian(body.center_of_mass, contact.point, &frame, sign);
+                        sides[k] = Some(JacobianBlock { body: b, jac });
+                    }
+                    ContactSide::Fixed { velocity } => {
+                        if !velocity.is_finite() {
+                            return Err(InvalidInput::Contact(ci));
+                        }
+                        fixed_velocity += sign * Vector3::new(n.dot(velocity), t1.dot(velocity), t2.dot(velocity));
+                    }
+                }
+            }
+            if let [Some(a), Some(b)] = &sides
+                && a.body == b.body
+            {
+                return Err(InvalidInput::Contact(ci));
+            }
+            let mut inv_mass = 0.0;
+            let mut approach = fixed_velocity.x;
+            for side in sides.iter().flatten() {
+                let row = side.jac.row(0).transpose();
+                inv_mass += row.dot(&self.apply_inverse_block(side.body, &row));
+                approach += row.dot(&velocity.fixed_rows::<6>(6 * side.body));
+            }
+            if inv_mass == 0.0 {
+                // Both sides fixed: the contact constrains nothing this solver moves.
+                continue;
+            }
+            let gap = contact.gap;
+            let mut e_n = if gap >= 0.0 {
+                gap / dt
+            } else {
+                (settings.erp * gap / dt).max(-settings.max_push_out_speed)
+            };
+            if gap <= 0.0 {
+                e_n += contact.restitution * approach.min(0.0);
+            }
+            if let [Some(a), Some(b)] = &sides {
+                self.pairs.push((a.body.min(b.body), a.body.max(b.body)));
+            }
+            self.contacts.push(AssembledContact {
+                sides,
+                bias: fixed_velocity + Vector3::new(e_n, 0.0, 0.0),
+                mu: contact.friction,
+                mass: 1.0 / inv_mass,
+                frame,
+                pair: None,
+                source: ci,
+            });
+        }
+        self.index_pairs();
+        Ok(())
+    }
+
+    /// Sorts and deduplicates the coupled body pairs, then points each contact at its pair.
+    fn index_pairs(&mut self) {
+        self.pairs.sort_unstable();
+        self.pairs.dedup();
+        for contact in &mut self.contacts {
+            if let [Some(a), Some(b)] = &contact.sides {
+                let key = (a.body.min(b.body), a.body.max(b.body));
+                contact.pair = self.pairs.binary_search(&key).ok();
+            }
+        }
+    }
+
+    /// Block `i` of `A` applied to a 6-vector.
+    pub fn apply_block(&self, i: usize, v: &Vector6<f64>) -> Vector6<f64> {
+        let b = &self.bodies[i];
+        let lin = v.fixed_rows::<3>(0) * b.mass;
+        let ang = b.inertia * v.fixed_rows::<3>(3);
+        Vector6::new(lin.x, lin.y, lin.z, ang.x, ang.y, ang.z)
+    }
+
+    /// Block `i` of `A⁻¹` applied to a 6-vector.
+    pub fn apply_inverse_block(&self, i: usize, v: &Vector6<f64>) -> Vector6<f64> {
+        let b = &self.bodies[i];
+        let lin = v.fixed_rows::<3>(0) * b.inv_mass;
+        let ang = b.inv_inertia * v.fixed_rows::<3>(3);
+        Vector6::new(lin.x, lin.y, lin.z, ang.x, ang.y, ang.z)
+    }
+
+    /// `out = A v`.
+    pub fn apply_a(&self, v: &DVector<f64>, out: &mut DVector<f64>) {
+        for i in 0..self.bodies.len() {
+            let r = self.apply_block(i, &v.fixed_rows::<6>(6 * i).into_owned());
+            out.fixed_rows_mut::<6>(6 * i).copy_from(&r);
+        }
+    }
+
+    /// `out = A⁻¹ r`.
+    pub fn apply_a_inverse(&self, r: &DVector<f64>, out: &mut DVector<f64>) {
+        for i in 0..self.bodies.len() {
+            let x = self.apply_inverse_block(i, &r.fixed_rows::<6>(6 * i).into_owned());
+            out.fixed_rows_mut::<6>(6 * i).copy_from(&x);
+        }
+    }
+
+    /// `J_c v`, the contact's relative velocity without bias.
+    pub fn jacobian_times(&self, c: usize, v: &DVector<f64>) -> Vector3<f64> {
+        let mut w = Vector3::zeros();
+        for side in self.contacts[c].sides.iter().flatten() {
+            w += side.jac * v.fixed_rows::<6>(6 * side.body);
+        }
+        w
+    }
+
+    /// `out += J_cᵀ f`.
+    pub fn add_jacobian_transpose(&self, c: usize, f: &Vector3<f64>, out: &mut DVector<f64>) {
+        for side in self.contacts[c].sides.iter().flatten() {
+            let mut block = out.fixed_rows_mut::<6>(6 * side.body);
+            block += side.jac.transpose() * f;
+        }
+    }
+
+    /// `out = A⁻¹ (b + Jᵀ λ)`: the velocities that the impulses `lambda` alone would give.
+    pub fn velocities_for(&self, lambda: &[Vector3<f64>], scratch: &mut DVector<f64>, out: &mut DVector<f64>) {
+        scratch.copy_from(&self.rhs);
+        for (c, l) in lambda.iter().enumerate() {
+            self.add_jacobian_transpose(c, l, scratch);
+        }
+        self.apply_a_inverse(scratch, out);
+    }
+}

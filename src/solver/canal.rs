@@ -1,0 +1,385 @@
+//! The outer cascade (design note §3): the augmented-Lagrangian multiplier loop with the de Saxcé
+//! shift, the penalty rule, Anderson acceleration with a damped fallback, warm start, best-iterate
+//! bookkeeping and the final report.
+//!
+//! [`Solver`] owns every buffer a solve needs, so stepping the same island again allocates nothing.
+
+use std::time::Instant;
+
+use glam::DVec3;
+use nalgebra::{DVector, Vector3};
+
+use super::anderson::Anderson;
+use super::assembly::Assembled;
+use super::cone;
+use super::newton::{NewtonCounts, NewtonSolver, NewtonTrace, Surrogate};
+use super::problem::StepProblem;
+use super::report::{BodyVelocity, ContactImpulse, LinearSolverKind, Solution, SolveFailure, SolveReport};
+use super::residual::{ContactResiduals, contact_residuals, dynamics_residual};
+use super::settings::SolverSettings;
+
+/// One outer iteration's record, for convergence studies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OuterTrace {
+    /// Newton iterations done so far in this solve.
+    pub newton_iterations: u32,
+    /// NCP residual of the iterate, m/s.
+    pub ncp_residual: f64,
+    /// Feasibility residual of the iterate, m/s.
+    pub feasibility_residual: f64,
+    /// Penalty κ used.
+    pub penalty: f64,
+}
+
+/// The CANAL step solver. Keep one per island (or one per thread) and call [`Solver::solve`]
+/// every step; its buffers are reused.
+///
+/// ```
+/// use bevy_canal::solver::*;
+/// use glam::DVec3;
+///
+/// // A 1 kg unit box resting on the ground, four corner contacts, one 60 Hz step.
+/// let dt = 1.0 / 60.0;
+/// let body = SolverBody::cuboid(1.0, DVec3::ONE, DVec3::new(0.0, 0.5, 0.0))
+///     .with_force(DVec3::new(0.0, -9.81, 0.0), dt);
+/// let contacts = [(-0.5, -0.5), (0.5, -0.5), (-0.5, 0.5), (0.5, 0.5)].map(|(x, z)| {
+///     SolverContact::new(0, ContactSide::Body(0), ContactSide::STATIC, DVec3::new(x, 0.0, z), DVec3::Y)
+/// });
+/// let problem = StepProblem { bodies: vec![body], contacts: contacts.to_vec(), dt };
+///
+/// let mut solver = Solver::new(SolverSettings::default());
+/// let mut solution = Solution::default();
+/// let report = solver.solve(&problem, &mut solution);
+/// assert!(report.converged);
+/// let total: f64 = solution.impulses.iter().map(|i| i.normal).sum();
+/// assert!((total - 9.81 * dt).abs() < 1e-9);
+/// assert!(solution.velocities[0].linear.length() < 1e-8);
+/// ```
+#[derive(Default)]
+pub struct Solver {
+    /// Settings used by the next solve.
+    pub settings: SolverSettings,
+    asm: Assembled,
+    newton: NewtonSolver,
+    anderson: Anderson,
+    v: DVector<f64>,
+    best_v: DVector<f64>,
+    scratch: DVector<f64>,
+    scratch2: DVector<f64>,
+    lambda: Vec<Vector3<f64>>,
+    lambda_next: Vec<Vector3<f64>>,
+    best_lambda: Vec<Vector3<f64>>,
+    shift: Vec<f64>,
+    shift_next: Vec<f64>,
+    bias: Vec<Vector3<f64>>,
+    beta: Vec<f64>,
+    mu: Vec<f64>,
+    mix_in: Vec<f64>,
+    mix_image: Vec<f64>,
+    mix_out: Vec<f64>,
+    outer_trace: Vec<OuterTrace>,
+}
+
+impl Solver {
+    /// A solver with the given settings.
+    pub fn new(settings: SolverSettings) -> Self {
+        Self {
+            settings,
+            ..Default::default()
+        }
+    }
+
+    /// Per-Newton-iteration trace of the last solve (filled when `settings.record_trace`).
+    pub fn newton_trace(&self) -> &[NewtonTrace] {
+        &self.newton.trace
+    }
+
+    /// Per-outer-iteration trace of the last solve (filled when `settings.record_trace`).
+    pub fn outer_trace(&self) -> &[OuterTrace] {
+        &self.outer_trace
+    }
+
+    /// Solves one step of `problem`, writing end-of-step velocities and impulses into `solution`.
+    /// Never panics on bad numbers and never writes a NaN: see [`SolveReport::failure`].
+    pub fn solve(&mut self, problem: &StepProblem, solution: &mut Solution) -> SolveReport {
+        let start = Instant::now();
+        self.newton.trace.clear();
+        self.outer_trace.clear();
+        let settings = self.settings;
+        let mut report = match self.asm.assemble(problem, &settings, &mut self.v) {
+            Ok(()) => self.iterate(problem, &settings),
+            Err(invalid) => {
+                write_unsolved(problem, solution);
+                return SolveReport {
+                    failure: Some(SolveFailure::InvalidInput(invalid)),
+                    ncp_residual: f64::INFINITY,
+                    feasibility_residual: f64::INFINITY,
+                    dynamics_residual: f64::INFINITY,
+                    time: start.elapsed(),
+                    ..Default::default()
+                };
+            }
+        };
+        report.dynamics_residual = dynamics_residual(
+            &self.asm,
+            &self.best_v,
+            &self.best_lambda,
+            &mut self.scratch,
+            &mut self.scratch2,
+        );
+        self.write_solution(problem, solution);
+        report.time = start.elapsed();
+        report
+    }
+
+    fn resize(&mut self) {
+        let dofs = self.asm.dofs();
+        let nc = self.asm.contacts.len();
+        for buffer in [&mut self.best_v, &mut self.scratch, &mut self.scratch2] {
+            *buffer = std::mem::take(buffer).resize_vertically(dofs, 0.0);
+        }
+        for buffer in [
+            &mut self.lambda,
+            &mut self.lambda_next,
+            &mut self.best_lambda,
+            &mut self.bias,
+        ] {
+            buffer.clear();
+            buffer.resize(nc, Vector3::zeros());
+        }
+        for buffer in [&mut self.shift, &mut self.shift_next, &mut self.beta, &mut self.mu] {
+            buffer.clear();
+            buffer.resize(nc, 0.0);
+        }
+        for buffer in [&mut self.mix_in, &mut self.mix_image, &mut self.mix_out] {
+            buffer.clear();
+            buffer.resize(4 * nc, 0.0);
+        }
+        self.newton.resize(dofs, nc);
+    }
+
+    /// The outer loop. Leaves the answer in `best_v`, `best_lambda`.
+    fn iterate(&mut self, problem: &StepProblem, settings: &SolverSettings) -> SolveReport {
+        self.resize();
+        let nc = self.asm.contacts.len();
+        for (c, contact) in self.asm.contacts.iter().enumerate() {
+            self.mu[c] = contact.mu;
+            let warm = problem.contacts[contact.source]
+                .warm_impulse
+                .filter(|w| settings.warm_start && w.is_finite());
+            self.lambda[c] = warm.map_or(Vector3::zeros(), |w| {
+                let local = Vector3::new(
+                    w.dot(contact.frame[0]),
+                    w.dot(contact.frame[1]),
+                    w.dot(contact.frame[2]),
+                );
+                cone::project(contact.mu, &local).0
+            });
+        }
+        self.asm.velocities_for(&self.lambda, &mut self.scratch, &mut self.v);
+        let mut report = SolveReport {
+            penalty: settings.initial_penalty,
+            ..Default::default()
+        };
+        let initial = contact_residuals(&self.asm, &self.v, &self.lambda);
+        self.keep_best();
+        let mut best = initial;
+        if initial.within(settings.tolerance) {
+            report.warm_start_accepted = nc > 0;
+            return self.finish(report, best, None);
+        }
+
+        let mut kappa = settings.initial_penalty;
+        self.set_penalty(kappa);
+        for c in 0..nc {
+            self.shift[c] = cone::shift(
+                self.mu[c],
+                &(self.asm.jacobian_times(c, &self.v) + self.asm.contacts[c].bias),
+            );
+        }
+        self.newton.system.prepare(&self.asm, settings.dense_max_bodies);
+        report.linear_solver = self.newton.system.kind();
+        self.anderson.configure(settings.anderson_memory, 4 * nc);
+        let mut counts = NewtonCounts::default();
+        let mut previous_primal = f64::INFINITY;
+        let mut since_best = 0;
+        let mut stalled_at_cap = 0;
+        let mut failure = Some(SolveFailure::BudgetExhausted);
+
+        for outer in 0..settings.max_outer_iterations {
+            report.outer_iterations = outer + 1;
+            for c in 0..nc {
+                self.bias[c] = self.asm.contacts[c].bias + Vector3::new(self.shift[c], 0.0, 0.0);
+            }
+            let surrogate = Surrogate {
+                lambda: &self.lambda,
+                bias: &self.bias,
+                beta: &self.beta,
+                mu: &self.mu,
+                penalty: kappa,
+                outer,
+            };
+            if self
+                .newton
+                .minimize(&self.asm, &surrogate, &mut self.v, settings, &mut counts)
+                .is_err()
+            {
+                failure = Some(SolveFailure::SingularSystem);
+                break;
+            }
+
+            let mut primal = 0.0_f64;
+            let mut shift_change = 0.0_f64;
+            for c in 0..nc {
+                let w = self.asm.jacobian_times(c, &self.v) + self.asm.contacts[c].bias;
+                let x = self.lambda[c] - self.beta[c] * (w + Vector3::new(self.shift[c], 0.0, 0.0));
+                self.lambda_next[c] = cone::project(self.mu[c], &x).0;
+                primal = primal.max((self.lambda_next[c] - self.lambda[c]).norm() / self.beta[c]);
+                self.shift_next[c] = cone::shift(self.mu[c], &w);
+                shift_change = shift_change.max((self.shift_next[c] - self.shift[c]).abs());
+            }
+            let residuals = contact_residuals(&self.asm, &self.v, &self.lambda_next);
+            if settings.record_trace {
+                self.outer_trace.push(OuterTrace {
+                    newton_iterations: counts.newton,
+                    ncp_residual: residuals.ncp,
+                    feasibility_residual: residuals.feasibility,
+                    penalty: kappa,
+                });
+            }
+            if residuals.worst() < best.worst() || residuals.within(settings.tolerance) {
+                best = residuals;
+                std::mem::swap(&mut self.lambda, &mut self.lambda_next);
+                self.keep_best();
+                std::mem::swap(&mut self.lambda, &mut self.lambda_next);
+                since_best = 0;
+            } else {
+                since_best += 1;
+            }
+            if residuals.within(settings.tolerance) {
+                failure = None;
+                break;
+            }
+
+            // §3.7: at the penalty cap a primal residual that no longer falls means the multipliers
+            // grow without the constraints becoming feasible.
+            if kappa >= settings.max_penalty && primal > 0.5 * previous_primal {
+                stalled_at_cap += 1;
+                if stalled_at_cap >= settings.patience {
+                    failure = Some(SolveFailure::NoSolution);
+                    break;
+                }
+            } else {
+                stalled_at_cap = 0;
+            }
+            // §3.5: raise the penalty only when the primal residual stalls and is not just the slow
+            // frozen-shift fixed point of sliding contacts.
+            let raise = primal > 0.25 * previous_primal && primal > shift_change && kappa < settings.max_penalty;
+            previous_primal = primal;
+            if raise {
+                kappa = (kappa * settings.penalty_growth).min(settings.max_penalty);
+                self.set_penalty(kappa);
+                self.anderson.reset();
+            }
+            self.next_outer_input(since_best >= settings.patience);
+            if since_best >= settings.patience {
+                since_best = 0;
+            }
+        }
+        report.newton_iterations = counts.newton;
+        report.line_search_iterations = counts.line_search;
+        report.penalty = kappa;
+        self.finish(report, best, failure)
+    }
+
+    /// Chooses the next outer iteration's `(λ, δ)` from the last image: Anderson-mixed, or, after
+    /// a run without progress, the damped shift update of §3.6.
+    fn next_outer_input(&mut self, fallback: bool) {
+        let nc = self.lambda.len();
+        if fallback {
+            self.anderson.reset();
+            for c in 0..nc {
+                self.shift[c] += 0.5 * (self.shift_next[c] - self.shift[c]);
+            }
+            std::mem::swap(&mut self.lambda, &mut self.lambda_next);
+            return;
+        }
+        for c in 0..nc {
+            let m = self.asm.contacts[c].mass;
+            for k in 0..3 {
+                self.mix_in[4 * c + k] = self.lambda[c][k] / m;
+                self.mix_image[4 * c + k] = self.lambda_next[c][k] / m;
+            }
+            self.mix_in[4 * c + 3] = self.shift[c];
+            self.mix_image[4 * c + 3] = self.shift_next[c];
+        }
+        self.anderson.mix(&self.mix_in, &self.mix_image, &mut self.mix_out);
+        for c in 0..nc {
+            let m = self.asm.contacts[c].mass;
+            let mixed = Vector3::new(self.mix_out[4 * c], self.mix_out[4 * c + 1], self.mix_out[4 * c + 2]) * m;
+            self.lambda[c] = cone::project(self.mu[c], &mixed).0;
+            self.shift[c] = self.mix_out[4 * c + 3].max(0.0);
+        }
+    }
+
+    fn set_penalty(&mut self, kappa: f64) {
+        for (beta, contact) in self.beta.iter_mut().zip(&self.asm.contacts) {
+            *beta = kappa * contact.mass;
+        }
+    }
+
+    /// Records `(v, λ)` as the best consistent pair so far.
+    fn keep_best(&mut self) {
+        self.best_v.copy_from(&self.v);
+        self.best_lambda.copy_from_slice(&self.lambda);
+    }
+
+    fn finish(&self, mut report: SolveReport, best: ContactResiduals, failure: Option<SolveFailure>) -> SolveReport {
+        report.ncp_residual = best.ncp;
+        report.feasibility_residual = best.feasibility;
+        report.failure = failure;
+        report.converged = failure.is_none() && best.within(self.settings.tolerance);
+        if report.linear_solver == LinearSolverKind::None && report.newton_iterations > 0 {
+            report.linear_solver = self.newton.system.kind();
+        }
+        report
+    }
+
+    fn write_solution(&self, problem: &StepProblem, solution: &mut Solution) {
+        solution.velocities.clear();
+        solution.velocities.extend((0..problem.bodies.len()).map(|i| {
+            let v = self.best_v.fixed_rows::<6>(6 * i);
+            BodyVelocity {
+                linear: DVec3::new(v[0], v[1], v[2]),
+                angular: DVec3::new(v[3], v[4], v[5]),
+            }
+        }));
+        solution.impulses.clear();
+        solution
+            .impulses
+            .resize(problem.contacts.len(), ContactImpulse::default());
+        for (c, contact) in self.asm.contacts.iter().enumerate() {
+            let l = self.best_lambda[c];
+            let [n, t1, t2] = contact.frame;
+            solution.impulses[contact.source] = ContactImpulse {
+                normal: l.x,
+                tangent: [l.y, l.z],
+                world: n * l.x + t1 * l.y + t2 * l.z,
+            };
+        }
+    }
+}
+
+/// Bad input: keep each body's step-start velocity where finite (zero where not), no impulses.
+fn write_unsolved(problem: &StepProblem, solution: &mut Solution) {
+    let finite_or_zero = |v: DVec3| if v.is_finite() { v } else { DVec3::ZERO };
+    solution.velocities.clear();
+    solution.velocities.extend(problem.bodies.iter().map(|b| BodyVelocity {
+        linear: finite_or_zero(b.linear_velocity),
+        angular: finite_or_zero(b.angular_velocity),
+    }));
+    solution.impulses.clear();
+    solution
+        .impulses
+        .resize(problem.contacts.len(), ContactImpulse::default());
+}

@@ -1,0 +1,163 @@
+//! The Coulomb friction cone: closed-form projection, its generalized Jacobian and the de Saxcé
+//! shift (design note §2).
+//!
+//! Owns only pointwise math on one contact's 3-vector `(normal, tangent₁, tangent₂)`. It knows
+//! nothing of bodies, Jacobians or iterations.
+
+use nalgebra::{Matrix3, Vector3};
+
+/// Which piece of the cone's boundary a projected point landed on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConeRegime {
+    /// The point is in the polar cone: the projection is the apex, the contact separates.
+    Open,
+    /// The point is inside the cone (or on the half-line when μ = 0): kept as is.
+    Stick,
+    /// The point is outside both: projected onto the cone's surface.
+    Slide,
+}
+
+/// `Π_K(x)` for the cone `K = {λ_n ≥ 0, ‖λ_t‖ ≤ μ λ_n}`, with its regime.
+///
+/// The regimes are tested open first: testing stick first turns `x = (−1, 0, 0)` with μ = 0 into a
+/// pulling contact (design note §2).
+pub fn project(mu: f64, x: &Vector3<f64>) -> (Vector3<f64>, ConeRegime) {
+    let r = x.y.hypot(x.z);
+    if mu * r <= -x.x {
+        return (Vector3::zeros(), ConeRegime::Open);
+    }
+    if mu == 0.0 {
+        return (Vector3::new(x.x, 0.0, 0.0), ConeRegime::Stick);
+    }
+    if r <= mu * x.x {
+        return (*x, ConeRegime::Stick);
+    }
+    let alpha = (x.x + mu * r) / (1.0 + mu * mu);
+    let scale = mu * alpha / r;
+    (Vector3::new(alpha, scale * x.y, scale * x.z), ConeRegime::Slide)
+}
+
+/// `Π_K(x)` and the symmetric positive semi-definite generalized Jacobian `∂Π_K(x)`.
+pub fn project_with_jacobian(mu: f64, x: &Vector3<f64>) -> (Vector3<f64>, Matrix3<f64>) {
+    let (p, regime) = project(mu, x);
+    let jacobian = match regime {
+        ConeRegime::Open => Matrix3::zeros(),
+        ConeRegime::Stick if mu == 0.0 => Matrix3::from_diagonal(&Vector3::new(1.0, 0.0, 0.0)),
+        ConeRegime::Stick => Matrix3::identity(),
+        ConeRegime::Slide => {
+            let r = x.y.hypot(x.z);
+            let (ty, tz) = (x.y / r, x.z / r);
+            let alpha = (x.x + mu * r) / (1.0 + mu * mu);
+            let a = Vector3::new(1.0, mu * ty, mu * tz);
+            // μα/r lies in (0, 1) on this branch, so it stays bounded as r → 0.
+            let c = mu * alpha / r;
+            let mut jac = a * a.transpose() / (1.0 + mu * mu);
+            jac[(1, 1)] += c * (1.0 - ty * ty);
+            jac[(1, 2)] -= c * ty * tz;
+            jac[(2, 1)] -= c * ty * tz;
+            jac[(2, 2)] += c * (1.0 - tz * tz);
+            jac
+        }
+    };
+    (p, jacobian)
+}
+
+/// `Π_K*(y)` onto the dual cone `K* = {μ‖y_t‖ ≤ y_n}`, by Moreau: `y + Π_K(−y)`.
+pub fn project_dual(mu: f64, y: &Vector3<f64>) -> Vector3<f64> {
+    y + project(mu, &(-y)).0
+}
+
+/// The de Saxcé shift's normal component `μ ‖w_t‖` of a relative velocity `w`.
+pub fn shift(mu: f64, w: &Vector3<f64>) -> f64 {
+    mu * w.y.hypot(w.z)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finite_difference(mu: f64, x: &Vector3<f64>) -> Matrix3<f64> {
+        let h = 1e-7;
+        let mut jac = Matrix3::zeros();
+        for j in 0..3 {
+            let mut xp = *x;
+            let mut xm = *x;
+            xp[j] += h;
+            xm[j] -= h;
+            let col = (project(mu, &xp).0 - project(mu, &xm).0) / (2.0 * h);
+            jac.set_column(j, &col);
+        }
+        jac
+    }
+
+    #[test]
+    fn regimes_are_classified_open_first() {
+        assert_eq!(project(0.0, &Vector3::new(-1.0, 0.0, 0.0)).1, ConeRegime::Open);
+        assert_eq!(project(0.0, &Vector3::new(-1.0, 0.0, 0.0)).0, Vector3::zeros());
+        assert_eq!(project(0.5, &Vector3::new(-1.0, 0.0, 0.0)).1, ConeRegime::Open);
+        assert_eq!(project(0.5, &Vector3::new(1.0, 0.3, 0.4)).1, ConeRegime::Stick);
+        assert_eq!(project(0.5, &Vector3::new(1.0, 3.0, 4.0)).1, ConeRegime::Slide);
+        // μ = 0 is a half-line: the tangential part is dropped, never kept.
+        let (p, regime) = project(0.0, &Vector3::new(2.0, 1.0, -1.0));
+        assert_eq!((p, regime), (Vector3::new(2.0, 0.0, 0.0), ConeRegime::Stick));
+    }
+
+    #[test]
+    fn slide_projection_lies_on_the_surface_and_is_idempotent() {
+        let mu = 0.7;
+        let x = Vector3::new(0.2, -1.5, 2.5);
+        let (p, regime) = project(mu, &x);
+        assert_eq!(regime, ConeRegime::Slide);
+        assert!((p.y.hypot(p.z) - mu * p.x).abs() < 1e-15);
+        // The residual x − Π(x) lies in the polar cone and is orthogonal to Π(x).
+        assert!(p.dot(&(x - p)).abs() < 1e-14);
+        assert!((project(mu, &p).0 - p).norm() < 1e-15);
+    }
+
+    #[test]
+    fn moreau_decomposition_holds() {
+        let mu = 0.4;
+        for x in [
+            Vector3::new(1.0, 0.1, 0.0),
+            Vector3::new(-1.0, 2.0, 0.5),
+            Vector3::new(0.3, 1.0, -1.0),
+        ] {
+            let sum = project(mu, &x).0 - project_dual(mu, &(-x));
+            assert!((sum - x).norm() < 1e-14, "{x:?}");
+        }
+    }
+
+    #[test]
+    fn jacobian_matches_finite_differences_in_every_regime() {
+        let cases = [
+            (0.5, Vector3::new(-1.0, 0.2, 0.1)),  // open
+            (0.5, Vector3::new(1.0, 0.2, -0.3)),  // stick
+            (0.5, Vector3::new(0.4, 1.2, -0.9)),  // slide, x_n > 0
+            (0.8, Vector3::new(-0.3, 1.2, 0.9)),  // slide, x_n < 0
+            (0.0, Vector3::new(1.0, 0.7, -0.3)),  // frictionless, pressed
+            (0.0, Vector3::new(-1.0, 0.7, -0.3)), // frictionless, open
+            (1.0, Vector3::new(0.0, 1e-3, 0.0)),  // slide near the apex
+        ];
+        for (mu, x) in cases {
+            let (_, jac) = project_with_jacobian(mu, &x);
+            let fd = finite_difference(mu, &x);
+            assert!((jac - fd).abs().max() < 1e-6, "μ={mu} x={x:?}\n{jac}\n{fd}");
+            assert!((jac - jac.transpose()).abs().max() < 1e-15);
+            assert!(jac.symmetric_eigenvalues().min() > -1e-15);
+        }
+    }
+
+    #[test]
+    fn vanishing_tangent_gives_no_nan() {
+        for mu in [0.0, 0.3, 1.0] {
+            for x in [
+                Vector3::zeros(),
+                Vector3::new(1.0, 0.0, 0.0),
+                Vector3::new(-1.0, 0.0, 0.0),
+            ] {
+                let (p, jac) = project_with_jacobian(mu, &x);
+                assert!(p.iter().chain(jac.iter()).all(|v| v.is_finite()));
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The Newton systems `H d = −∇Φ` (design note §5).
+//!
+//! `H = A + Σᵢ βᵢ Jᵢᵀ ∂Πᵢ Jᵢ` has the sparsity of the island's body–contact graph in 6×6 blocks.
+//! This module builds it block by block into whichever factorization the island's size calls for
+//! — dense Cholesky for small islands, sparse Cholesky with a fill-reducing ordering for large ones
+//! — and solves with it. It knows the assembled problem's shape, not the iteration.
+
+mod dense;
+mod sparse;
+
+use nalgebra::{DVector, Matrix3, Matrix6};
+
+use super::assembly::Assembled;
+use super::report::LinearSolverKind;
+use dense::DenseCholesky;
+use sparse::SparseCholesky;
+
+/// The factorization failed: `H` was not numerically positive definite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NotPositiveDefinite;
+
+/// Storage of the lower block triangle of `H`.
+trait LowerBlocks {
+    /// `H[row, col] += block` for the 6×6 block of bodies `row ≥ col`, or, when `pair` is given,
+    /// the off-diagonal block of that body pair (`row > col`).
+    fn add_block(&mut self, row: usize, col: usize, pair: Option<usize>, block: &Matrix6<f64>);
+}
+
+/// Adds `A` and every contact's `βᵢ Jᵢᵀ Dᵢ Jᵢ` to `h`; `weights[i]` is `βᵢ Dᵢ`.
+fn assemble_into(h: &mut impl LowerBlocks, asm: &Assembled, weights: &[Matrix3<f64>]) {
+    for (i, body) in asm.bodies.iter().enumerate() {
+        let mut block = Matrix6::zeros();
+        block.fixed_view_mut::<3, 3>(0, 0).fill_diagonal(body.mass);
+        block.fixed_view_mut::<3, 3>(3, 3).copy_from(&body.inertia);
+        h.add_block(i, i, None, &block);
+    }
+    for (contact, w) in asm.contacts.iter().zip(weights) {
+        if w.iter().all(|x| *x == 0.0) {
+            continue;
+        }
+        let mut weighted = [None, None];
+        for (k, side) in contact.sides.iter().enumerate() {
+            if let Some(side) = side {
+                weighted[k] = Some(w * side.jac);
+                let block = side.jac.transpose() * weighted[k].unwrap();
+                h.add_block(side.body, side.body, None, &block);
+            }
+        }
+        if let ([Some(s1), Some(s2)], [Some(w1), Some(w2)]) = (&contact.sides, weighted) {
+            // Store the block whose row body is the larger index.
+            let (row, col, wc) = if s1.body > s2.body { (s1, s2, w2) } else { (s2, s1, w1) };
+            let block = row.jac.transpose() * wc;
+            h.add_block(row.body, col.body, contact.pair, &block);
+        }
+    }
+}
+
+/// Builds, factors and solves the Newton systems of one island, reusing its buffers.
+#[derive(Default)]
+pub(crate) struct NewtonSystem {
+    kind: LinearSolverKind,
+    dense: DenseCholesky,
+    sparse: SparseCholesky,
+}
+
+impl NewtonSystem {
+    /// Chooses the factorization for this island and analyses its sparsity pattern.
+    pub fn prepare(&mut self, asm: &Assembled, dense_max_bodies: usize) {
+        if asm.bodies.len() <= dense_max_bodies {
+            self.kind = LinearSolverKind::Dense;
+            self.dense.prepare(asm.dofs());
+        } else {
+            self.kind = LinearSolverKind::Sparse;
+            self.sparse.prepare(asm);
+        }
+    }
+
+    pub fn kind(&self) -> LinearSolverKind {
+        self.kind
+    }
+
+    /// Assembles `H` with contact weights `βᵢ ∂Πᵢ` and factors it.
+    pub fn factor(&mut self, asm: &Assembled, weights: &[Matrix3<f64>]) -> Result<(), NotPositiveDefinite> {
+        match self.kind {
+            LinearSolverKind::Sparse => {
+                self.sparse.clear();
+                assemble_into(&mut self.sparse, asm, weights);
+                self.sparse.factor()
+            }
+            _ => {
+                self.dense.clear();
+                assemble_into(&mut self.dense, asm, weights);
+                self.dense.factor()
+            }
+        }
+    }
+
+    /// Overwrites `rhs` with `H⁻¹ rhs`, using the last factorization.
+    pub fn solve_in_place(&mut self, rhs: &mut DVector<f64>) {
+        match self.kind {
+            LinearSolverKind::Sparse => self.sparse.solve_in_place(rhs),
+            _ => self.dense.solve_in_place(rhs),
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The CANAL step solver: ECS-free, `f64`, plain structs in and out.
+//!
+//! One call of [`Solver::solve`] solves one time step of one island of rigid bodies in contact as
+//! the exact Signorini–Coulomb problem — hard non-penetration, the true friction cone — and says in
+//! a [`SolveReport`] how well it did. The method, step by step, is in the crate's design note
+//! (`canal-solver.md`): the data flows
+//!
+//! [`problem`] → `assembly` (A, b, J, e) → `canal` (outer multiplier loop) → `newton` (surrogate
+//! minimisation, `linear` systems, `line_search`) → [`report`] (velocities, impulses, residuals).
+//!
+//! Nothing here knows about Bevy; the plugin converts its components into a [`StepProblem`].
+
+mod anderson;
+mod assembly;
+mod canal;
+pub mod cone;
+mod line_search;
+mod linear;
+mod newton;
+pub mod problem;
+pub mod report;
+mod residual;
+pub mod settings;
+mod warm_start;
+
+pub use canal::{OuterTrace, Solver};
+pub use newton::NewtonTrace;
+pub use problem::{ContactSide, SolverBody, SolverContact, StepProblem};
+pub use report::{BodyVelocity, ContactImpulse, InvalidInput, LinearSolverKind, Solution, SolveFailure, SolveReport};
+pub use settings::SolverSettings;
+pub use warm_start::WarmStartCache;

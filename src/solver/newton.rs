@@ -1,0 +1,138 @@
+//! The inner cascade (design note §3.2–3.3): Newton's method on the convex surrogate `Φ` for a
+//! fixed multiplier `λ` and frozen shift, with an exact line search.
+//!
+//! Owns the per-iteration buffers; reads the assembled problem, never changes it.
+
+use nalgebra::{DVector, Matrix3, Vector3};
+
+use super::assembly::Assembled;
+use super::cone;
+use super::line_search::{LineSearchInput, exact_line_search};
+use super::linear::{NewtonSystem, NotPositiveDefinite};
+use super::settings::SolverSettings;
+
+/// One Newton iteration's record, for convergence studies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NewtonTrace {
+    /// Outer iteration this Newton iteration belongs to (0-based).
+    pub outer: u32,
+    /// `‖A⁻¹ ∇Φ‖∞` at the iterate, m/s.
+    pub gradient: f64,
+}
+
+/// The surrogate's data for one outer iteration.
+pub(crate) struct Surrogate<'a> {
+    pub lambda: &'a [Vector3<f64>],
+    /// `êᵢ`: bias plus frozen shift.
+    pub bias: &'a [Vector3<f64>],
+    pub beta: &'a [f64],
+    pub mu: &'a [f64],
+    pub penalty: f64,
+    pub outer: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NewtonCounts {
+    pub newton: u32,
+    pub line_search: u32,
+}
+
+#[derive(Default)]
+pub(crate) struct NewtonSolver {
+    pub system: NewtonSystem,
+    gradient: DVector<f64>,
+    direction: DVector<f64>,
+    scratch: DVector<f64>,
+    x: Vec<Vector3<f64>>,
+    jd: Vec<Vector3<f64>>,
+    weights: Vec<Matrix3<f64>>,
+    pub trace: Vec<NewtonTrace>,
+}
+
+impl NewtonSolver {
+    pub fn resize(&mut self, dofs: usize, contacts: usize) {
+        for buffer in [&mut self.gradient, &mut self.direction, &mut self.scratch] {
+            *buffer = std::mem::take(buffer).resize_vertically(dofs, 0.0);
+        }
+        self.x.resize(contacts, Vector3::zeros());
+        self.jd.resize(contacts, Vector3::zeros());
+        self.weights.resize(contacts, Matrix3::zeros());
+    }
+
+    /// Gradient `A v − b − Σ Jᵢᵀ Π(xᵢ)` and Hessian weights `βᵢ ∂Π(xᵢ)` at `v`; returns the largest
+    /// `|Jᵢ v + êᵢ|`.
+    fn evaluate(&mut self, asm: &Assembled, s: &Surrogate, v: &DVector<f64>) -> f64 {
+        asm.apply_a(v, &mut self.gradient);
+        self.gradient -= &asm.rhs;
+        let mut largest = 0.0_f64;
+        for c in 0..asm.contacts.len() {
+            let y = asm.jacobian_times(c, v) + s.bias[c];
+            largest = largest.max(y.amax());
+            self.x[c] = s.lambda[c] - s.beta[c] * y;
+            let (p, jac) = cone::project_with_jacobian(s.mu[c], &self.x[c]);
+            asm.add_jacobian_transpose(c, &(-p), &mut self.gradient);
+            self.weights[c] = s.beta[c] * jac;
+        }
+        largest
+    }
+
+    /// Minimises the surrogate from `v`, in place.
+    pub fn minimize(
+        &mut self,
+        asm: &Assembled,
+        s: &Surrogate,
+        v: &mut DVector<f64>,
+        settings: &SolverSettings,
+        counts: &mut NewtonCounts,
+    ) -> Result<(), NotPositiveDefinite> {
+        // One evaluation more than factorizations: the last step's result is checked too.
+        for _ in 0..=settings.max_newton_iterations {
+            let largest_y = self.evaluate(asm, s, v);
+            asm.apply_a_inverse(&self.gradient, &mut self.scratch);
+            let gradient_norm = self.scratch.amax();
+            if !gradient_norm.is_finite() {
+                return Err(NotPositiveDefinite);
+            }
+            if settings.record_trace {
+                self.trace.push(NewtonTrace {
+                    outer: s.outer,
+                    gradient: gradient_norm,
+                });
+            }
+            let floor = 64.0 * f64::EPSILON * (s.penalty * largest_y + v.amax());
+            if gradient_norm <= (1e-3 * settings.tolerance).max(floor) {
+                return Ok(());
+            }
+            self.system.factor(asm, &self.weights)?;
+            self.direction.copy_from(&self.gradient);
+            self.direction.neg_mut();
+            self.system.solve_in_place(&mut self.direction);
+            counts.newton += 1;
+
+            let mut linear_slope = self.gradient.dot(&self.direction);
+            let initial_slope = linear_slope;
+            for c in 0..asm.contacts.len() {
+                self.jd[c] = asm.jacobian_times(c, &self.direction);
+                // ∇Φ = (A v − b) − Σ Jᵀ Π(x): add the contact part back to get dᵀ(A v − b).
+                linear_slope += self.jd[c].dot(&cone::project(s.mu[c], &self.x[c]).0);
+            }
+            if initial_slope >= 0.0 {
+                // Round-off has eaten the descent direction: v is as good as it gets.
+                return Ok(());
+            }
+            asm.apply_a(&self.direction, &mut self.scratch);
+            let input = LineSearchInput {
+                linear_slope,
+                curvature: self.direction.dot(&self.scratch),
+                x: &self.x,
+                jd: &self.jd,
+                beta: s.beta,
+                mu: s.mu,
+            };
+            let (alpha, evaluations) = exact_line_search(&input, initial_slope, settings.max_line_search_iterations);
+            counts.line_search += evaluations;
+            v.axpy(alpha, &self.direction, 1.0);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,166 @@
+//! What one call of the solver takes: an island's bodies and contacts and the time step.
+//!
+//! Plain data in world coordinates, SI units, `f64`. No Bevy types: the plugin converts.
+
+use glam::{DMat3, DVec3};
+
+/// A dynamic body of the island, at the start of the step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SolverBody {
+    /// Mass, kg. Must be finite and positive.
+    pub mass: f64,
+    /// Inertia tensor about the centre of mass in world axes, kg·m². Must be symmetric positive
+    /// definite.
+    pub inertia: DMat3,
+    /// Centre of mass, world frame, m. Lever arms of contacts are measured from it.
+    pub center_of_mass: DVec3,
+    /// Linear velocity at step start, m/s.
+    pub linear_velocity: DVec3,
+    /// Angular velocity at step start, rad/s.
+    pub angular_velocity: DVec3,
+    /// External linear impulse over the step (`h · force`, gravity included), N·s.
+    pub linear_impulse: DVec3,
+    /// External angular impulse over the step (`h · torque`, gyroscopic term included), N·m·s.
+    pub angular_impulse: DVec3,
+}
+
+impl SolverBody {
+    /// A body at rest at `center_of_mass` with the given mass and world inertia, no external load.
+    pub fn new(mass: f64, inertia: DMat3, center_of_mass: DVec3) -> Self {
+        Self {
+            mass,
+            inertia,
+            center_of_mass,
+            linear_velocity: DVec3::ZERO,
+            angular_velocity: DVec3::ZERO,
+            linear_impulse: DVec3::ZERO,
+            angular_impulse: DVec3::ZERO,
+        }
+    }
+
+    /// A solid box of full side lengths `size` and mass `mass`, axis-aligned.
+    pub fn cuboid(mass: f64, size: DVec3, center_of_mass: DVec3) -> Self {
+        let s = size * size;
+        let inertia = DMat3::from_diagonal(DVec3::new(s.y + s.z, s.x + s.z, s.x + s.y) * (mass / 12.0));
+        Self::new(mass, inertia, center_of_mass)
+    }
+
+    /// A solid ball of `radius` and mass `mass`.
+    pub fn sphere(mass: f64, radius: f64, center_of_mass: DVec3) -> Self {
+        Self::new(
+            mass,
+            DMat3::from_diagonal(DVec3::splat(0.4 * mass * radius * radius)),
+            center_of_mass,
+        )
+    }
+
+    /// The same body with a constant external force (gravity, say) applied over a step of `dt`.
+    pub fn with_force(mut self, force: DVec3, dt: f64) -> Self {
+        self.linear_impulse += force * dt;
+        self
+    }
+
+    /// The same body with the given step-start velocities.
+    pub fn with_velocity(mut self, linear: DVec3, angular: DVec3) -> Self {
+        self.linear_velocity = linear;
+        self.angular_velocity = angular;
+        self
+    }
+}
+
+/// One side of a contact.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ContactSide {
+    /// A dynamic body of the island, by index into [`StepProblem::bodies`].
+    Body(usize),
+    /// A static or kinematic body: not solved for, but its material point at the contact moves with
+    /// `velocity` (m/s, world frame; zero for static geometry). A moving platform drags through it.
+    Fixed {
+        /// Velocity of the fixed side's material point at the contact point, m/s.
+        velocity: DVec3,
+    },
+}
+
+impl ContactSide {
+    /// Static geometry: a fixed side that does not move.
+    pub const STATIC: Self = Self::Fixed { velocity: DVec3::ZERO };
+}
+
+/// One contact point between `body1` and `body2`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SolverContact {
+    /// Stable identity across steps (collider pair and feature ids), used to warm start.
+    pub id: u64,
+    /// The side the normal points towards.
+    pub body1: ContactSide,
+    /// The side the normal points away from.
+    pub body2: ContactSide,
+    /// Contact point, world frame, m.
+    pub point: DVec3,
+    /// Unit normal from `body2` to `body1`.
+    pub normal: DVec3,
+    /// Orthonormal tangents completing `normal` to a right-handed frame; `None` builds them from
+    /// the normal alone (the cone is round, so any pair gives the same physics).
+    pub tangents: Option<(DVec3, DVec3)>,
+    /// Signed gap along the normal, m: negative is penetration.
+    pub gap: f64,
+    /// Coulomb friction coefficient μ ≥ 0 of the pair.
+    pub friction: f64,
+    /// Restitution coefficient ε ∈ [0, 1] of the pair.
+    pub restitution: f64,
+    /// The impulse this contact carried last step, world frame, N·s: the warm start.
+    pub warm_impulse: Option<DVec3>,
+}
+
+impl SolverContact {
+    /// A touching contact (gap 0), μ = 0.5, no restitution, no warm start.
+    pub fn new(id: u64, body1: ContactSide, body2: ContactSide, point: DVec3, normal: DVec3) -> Self {
+        Self {
+            id,
+            body1,
+            body2,
+            point,
+            normal,
+            tangents: None,
+            gap: 0.0,
+            friction: 0.5,
+            restitution: 0.0,
+            warm_impulse: None,
+        }
+    }
+
+    /// The same contact with signed gap `gap` (m).
+    pub fn with_gap(mut self, gap: f64) -> Self {
+        self.gap = gap;
+        self
+    }
+
+    /// The same contact with friction coefficient `mu`.
+    pub fn with_friction(mut self, mu: f64) -> Self {
+        self.friction = mu;
+        self
+    }
+
+    /// The same contact with restitution coefficient `restitution`.
+    pub fn with_restitution(mut self, restitution: f64) -> Self {
+        self.restitution = restitution;
+        self
+    }
+
+    /// The tangent frame used for this contact: the given one or one built from the normal.
+    pub fn frame(&self) -> (DVec3, DVec3, DVec3) {
+        let (t1, t2) = self.tangents.unwrap_or_else(|| self.normal.any_orthonormal_pair());
+        (self.normal, t1, t2)
+    }
+}
+
+/// One island's step: everything the solver reads.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepProblem {
+    /// Dynamic bodies.
+    pub bodies: Vec<SolverBody>,
+    /// Contacts among them and against fixed geometry.
+    pub contacts: Vec<SolverContact>,
+    /// Time step, s.
+    pub dt: f64,
+}

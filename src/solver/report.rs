@@ -1,0 +1,103 @@
+//! What one call of the solver returns: velocities, impulses and the [`SolveReport`].
+
+use std::time::Duration;
+
+use glam::DVec3;
+
+/// Which part of a [`StepProblem`](super::StepProblem) was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InvalidInput {
+    /// The time step was not finite and positive.
+    TimeStep,
+    /// This body had a non-finite value, a mass ≤ 0 or an inertia that is not symmetric positive
+    /// definite.
+    Body(usize),
+    /// This contact had a non-finite value, a frame that is not orthonormal, μ < 0, a restitution
+    /// outside [0, 1], a body index out of range, or the same body on both sides.
+    Contact(usize),
+}
+
+/// Why a solve did not converge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SolveFailure {
+    /// Nothing was solved: the bodies keep their step-start velocities (zero where not finite).
+    InvalidInput(InvalidInput),
+    /// The iteration budget was spent before the tolerance was met.
+    BudgetExhausted,
+    /// A Newton system could not be factored.
+    SingularSystem,
+    /// The multipliers grew without the constraints becoming feasible: the contacts ask for
+    /// something no velocity satisfies (a body wedged between penetrating walls, say).
+    NoSolution,
+}
+
+/// Which factorization solved the Newton systems.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LinearSolverKind {
+    /// No Newton system was needed (no contacts, or the warm start was already converged).
+    #[default]
+    None,
+    /// Dense Cholesky.
+    Dense,
+    /// Sparse supernodal/simplicial Cholesky with an AMD ordering.
+    Sparse,
+}
+
+/// Solver statistics of one island's step, MuJoCo-style: every step says how well it was solved.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct SolveReport {
+    /// Augmented-Lagrangian iterations.
+    pub outer_iterations: u32,
+    /// Newton iterations, summed over the outer iterations.
+    pub newton_iterations: u32,
+    /// Line-search evaluations, summed.
+    pub line_search_iterations: u32,
+    /// Worst contact's natural-map residual, m/s (design note §4).
+    pub ncp_residual: f64,
+    /// Worst contact's distance of the shifted velocity from the dual cone, m/s (design note §4).
+    pub feasibility_residual: f64,
+    /// `‖A⁻¹(A v − b − Jᵀλ)‖∞`: how far the returned velocities and impulses are from satisfying
+    /// the discrete dynamics, m/s.
+    pub dynamics_residual: f64,
+    /// Both residuals reached the tolerance.
+    pub converged: bool,
+    /// Why not, when not.
+    pub failure: Option<SolveFailure>,
+    /// The dimensionless penalty κ at the end.
+    pub penalty: f64,
+    /// The warm start alone already met the tolerance.
+    pub warm_start_accepted: bool,
+    /// How the Newton systems were factored.
+    pub linear_solver: LinearSolverKind,
+    /// Wall time of the solve.
+    pub time: Duration,
+}
+
+/// End-of-step velocities of one body.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct BodyVelocity {
+    /// m/s.
+    pub linear: DVec3,
+    /// rad/s.
+    pub angular: DVec3,
+}
+
+/// The impulse one contact applied over the step, on `body1` (its opposite acts on `body2`).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct ContactImpulse {
+    /// Normal component λ_n ≥ 0, N·s.
+    pub normal: f64,
+    /// Tangential components along the contact's two tangents, N·s.
+    pub tangent: [f64; 2],
+    /// The whole impulse as a world vector, N·s.
+    pub world: DVec3,
+}
+
+/// What a solve writes: one entry per body and per contact, in input order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Solution {
+    /// End-of-step velocities.
+    pub velocities: Vec<BodyVelocity>,
+    /// Contact impulses.
+    pub impulses: Vec<ContactImpulse>,
+}

@@ -1,0 +1,57 @@
+//! Solver settings with their units and defaults (design note §3, §7).
+
+/// Tolerances, budgets and penalty parameters of the CANAL solver.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SolverSettings {
+    /// Stop when both the NCP and the feasibility residual are at or below this, m/s.
+    pub tolerance: f64,
+    /// Most augmented-Lagrangian (outer) iterations per solve.
+    pub max_outer_iterations: u32,
+    /// Most Newton iterations per outer iteration.
+    pub max_newton_iterations: u32,
+    /// Most evaluations of `φ'(α)` per line search.
+    pub max_line_search_iterations: u32,
+    /// Fraction of a penetration pushed out per step, in (0, 1].
+    pub erp: f64,
+    /// Cap on the speed at which penetration is pushed out, m/s: deep overlaps separate without
+    /// launching bodies.
+    pub max_push_out_speed: f64,
+    /// Initial dimensionless penalty κ; each contact's penalty is `κ` times its effective normal mass.
+    pub initial_penalty: f64,
+    /// Largest κ the penalty rule may reach.
+    pub max_penalty: f64,
+    /// Factor by which κ is raised when the primal residual stalls.
+    pub penalty_growth: f64,
+    /// Anderson acceleration memory of the outer fixed point (0 disables it).
+    pub anderson_memory: usize,
+    /// Outer iterations without a new best residual before falling back to a damped shift update.
+    pub patience: u32,
+    /// Largest number of dynamic bodies solved with a dense Cholesky; larger islands use the
+    /// sparse Cholesky with a fill-reducing ordering (chosen by `benches/solver.rs`).
+    pub dense_max_bodies: usize,
+    /// Use the contacts' warm-start impulses.
+    pub warm_start: bool,
+    /// Record a per-Newton-iteration trace in the solver (for convergence studies).
+    pub record_trace: bool,
+}
+
+impl Default for SolverSettings {
+    fn default() -> Self {
+        Self {
+            tolerance: 1e-8,
+            max_outer_iterations: 200,
+            max_newton_iterations: 50,
+            max_line_search_iterations: 50,
+            erp: 0.2,
+            max_push_out_speed: 1.0,
+            initial_penalty: 10.0,
+            max_penalty: 1e6,
+            penalty_growth: 10.0,
+            anderson_memory: 5,
+            patience: 8,
+            dense_max_bodies: 16,
+            warm_start: true,
+            record_trace: false,
+        }
+    }
+}
