@@ -20,6 +20,7 @@ pub(crate) struct Anderson {
     stored: usize,
     head: usize,
     has_previous: bool,
+    previous_residual: f64,
 }
 
 impl Anderson {
@@ -51,6 +52,13 @@ impl Anderson {
         if self.memory == 0 {
             return;
         }
+        // Restart when the fixed-point residual grew: the map is only piecewise smooth, and an
+        // extrapolation across a change of active set can wander instead of converging.
+        let residual = s.iter().zip(g).map(|(a, b)| (b - a) * (b - a)).sum::<f64>().sqrt();
+        if self.has_previous && residual > self.previous_residual {
+            self.reset();
+        }
+        self.previous_residual = residual;
         if self.has_previous {
             let col = self.head * n;
             for i in 0..n {
@@ -97,7 +105,10 @@ impl Anderson {
         let Some(gamma) = gram.cholesky().map(|c| c.solve(&rhs)) else {
             return;
         };
-        if gamma.iter().any(|x| !x.is_finite()) {
+        // A nearly singular history (a fixed point drifting at constant speed, say) gives huge
+        // coefficients: an extrapolation to nowhere, not an acceleration.
+        if gamma.iter().any(|x| !x.is_finite() || x.abs() > 1e3) {
+            self.reset();
             return;
         }
         for j in 0..m {

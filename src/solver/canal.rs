@@ -203,6 +203,7 @@ impl Solver {
         let mut counts = NewtonCounts::default();
         let mut previous_primal = f64::INFINITY;
         let mut since_best = 0;
+        let mut damping = 1.0_f64;
         let mut stalled_at_cap = 0;
         let mut failure = Some(SolveFailure::BudgetExhausted);
 
@@ -219,6 +220,16 @@ impl Solver {
                 penalty: kappa,
                 outer,
             };
+            // Start Newton from the better of the last velocities and those the multipliers alone
+            // give: after a penalty raise or a mixing step the latter can carry the right active
+            // set where the former shows every contact open, costing one Newton step per body.
+            self.asm
+                .velocities_for(&self.lambda, &mut self.scratch, &mut self.scratch2);
+            if self.newton.objective(&self.asm, &surrogate, &self.scratch2)
+                < self.newton.objective(&self.asm, &surrogate, &self.v)
+            {
+                std::mem::swap(&mut self.v, &mut self.scratch2);
+            }
             if self
                 .newton
                 .minimize(&self.asm, &surrogate, &mut self.v, settings, &mut counts)
@@ -261,11 +272,11 @@ impl Solver {
                 break;
             }
 
-            // §3.7: at the penalty cap a primal residual that no longer falls means the multipliers
-            // grow without the constraints becoming feasible.
-            if kappa >= settings.max_penalty && primal > 0.5 * previous_primal {
+            // §3.7: at the penalty cap, a run without a better residual means the multipliers grow
+            // without the constraints becoming feasible: no velocity satisfies them all.
+            if kappa >= settings.max_penalty && since_best > 0 {
                 stalled_at_cap += 1;
-                if stalled_at_cap >= settings.patience {
+                if stalled_at_cap >= 2 * settings.patience {
                     failure = Some(SolveFailure::NoSolution);
                     break;
                 }
@@ -281,10 +292,14 @@ impl Solver {
                 self.set_penalty(kappa);
                 self.anderson.reset();
             }
-            self.next_outer_input(since_best >= settings.patience);
+            // §3.6: after a run without a new best residual, one damped shift update.
             if since_best >= settings.patience {
                 since_best = 0;
+                damping = 0.5;
+                self.anderson.reset();
             }
+            self.next_outer_input(damping);
+            damping = 1.0;
         }
         report.newton_iterations = counts.newton;
         report.line_search_iterations = counts.line_search;
@@ -292,14 +307,13 @@ impl Solver {
         self.finish(report, best, failure)
     }
 
-    /// Chooses the next outer iteration's `(λ, δ)` from the last image: Anderson-mixed, or, after
-    /// a run without progress, the damped shift update of §3.6.
-    fn next_outer_input(&mut self, fallback: bool) {
+    /// Chooses the next outer iteration's `(λ, δ)` from the last image: Anderson-mixed while
+    /// `damping` is 1, else the damped shift update of §3.6 with that factor.
+    fn next_outer_input(&mut self, damping: f64) {
         let nc = self.lambda.len();
-        if fallback {
-            self.anderson.reset();
+        if damping < 1.0 {
             for c in 0..nc {
-                self.shift[c] += 0.5 * (self.shift_next[c] - self.shift[c]);
+                self.shift[c] += damping * (self.shift_next[c] - self.shift[c]);
             }
             std::mem::swap(&mut self.lambda, &mut self.lambda_next);
             return;

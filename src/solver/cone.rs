@@ -38,18 +38,25 @@ pub fn project(mu: f64, x: &Vector3<f64>) -> (Vector3<f64>, ConeRegime) {
 }
 
 /// `Π_K(x)` and the symmetric positive semi-definite generalized Jacobian `∂Π_K(x)`.
+///
+/// On the boundary between open and a contact regime (`μ r = −x_n`, the apex `x = 0` included)
+/// `Π` is not differentiable and either side's Jacobian is a valid element. The contact side's is
+/// returned: bodies at rest relative to each other (`x = 0`) then enter Newton's Hessian at once
+/// instead of one contact per iteration, as a cold-started stack would otherwise need.
 pub fn project_with_jacobian(mu: f64, x: &Vector3<f64>) -> (Vector3<f64>, Matrix3<f64>) {
     let (p, regime) = project(mu, x);
+    let r = x.y.hypot(x.z);
+    let on_open_boundary = regime == ConeRegime::Open && mu * r == -x.x;
     let jacobian = match regime {
-        ConeRegime::Open => Matrix3::zeros(),
-        ConeRegime::Stick if mu == 0.0 => Matrix3::from_diagonal(&Vector3::new(1.0, 0.0, 0.0)),
+        ConeRegime::Open if !on_open_boundary => Matrix3::zeros(),
+        _ if mu == 0.0 => Matrix3::from_diagonal(&Vector3::new(1.0, 0.0, 0.0)),
         ConeRegime::Stick => Matrix3::identity(),
-        ConeRegime::Slide => {
-            let r = x.y.hypot(x.z);
+        _ if r == 0.0 => Matrix3::identity(),
+        _ => {
             let (ty, tz) = (x.y / r, x.z / r);
-            let alpha = (x.x + mu * r) / (1.0 + mu * mu);
+            let alpha = (x.x + mu * r).max(0.0) / (1.0 + mu * mu);
             let a = Vector3::new(1.0, mu * ty, mu * tz);
-            // μα/r lies in (0, 1) on this branch, so it stays bounded as r → 0.
+            // μα/r lies in [0, 1) on this branch, so it stays bounded as r → 0.
             let c = mu * alpha / r;
             let mut jac = a * a.transpose() / (1.0 + mu * mu);
             jac[(1, 1)] += c * (1.0 - ty * ty);
@@ -145,6 +152,17 @@ mod tests {
             assert!((jac - jac.transpose()).abs().max() < 1e-15);
             assert!(jac.symmetric_eigenvalues().min() > -1e-15);
         }
+    }
+
+    #[test]
+    fn boundary_points_take_the_contact_side_jacobian() {
+        assert_eq!(project_with_jacobian(0.5, &Vector3::zeros()).1, Matrix3::identity());
+        let frictionless = project_with_jacobian(0.0, &Vector3::zeros()).1;
+        assert_eq!(frictionless, Matrix3::from_diagonal(&Vector3::new(1.0, 0.0, 0.0)));
+        // On the open/slide boundary: the rank-one slide element, projection still the apex.
+        let (p, jac) = project_with_jacobian(0.5, &Vector3::new(-0.5, 1.0, 0.0));
+        assert_eq!(p, Vector3::zeros());
+        assert!((jac[(0, 0)] - 1.0 / 1.25).abs() < 1e-15 && jac[(2, 2)] == 0.0);
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod newton;
 pub mod problem;
 pub mod report;
 mod residual;
+pub mod scenes;
 pub mod settings;
 mod warm_start;
 

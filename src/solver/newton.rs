@@ -76,6 +76,17 @@ impl NewtonSolver {
         largest
     }
 
+    /// `Φ(v) = ½ vᵀA v − bᵀv + Σᵢ ‖Π(xᵢ)‖² / (2βᵢ)`.
+    pub fn objective(&mut self, asm: &Assembled, s: &Surrogate, v: &DVector<f64>) -> f64 {
+        asm.apply_a(v, &mut self.scratch);
+        let mut phi = v.dot(&self.scratch) * 0.5 - v.dot(&asm.rhs);
+        for c in 0..asm.contacts.len() {
+            let x = s.lambda[c] - s.beta[c] * (asm.jacobian_times(c, v) + s.bias[c]);
+            phi += cone::project(s.mu[c], &x).0.norm_squared() / (2.0 * s.beta[c]);
+        }
+        phi
+    }
+
     /// Minimises the surrogate from `v`, in place.
     pub fn minimize(
         &mut self,

@@ -141,6 +141,12 @@ impl SolverContact {
         self
     }
 
+    /// The same contact with explicit tangents (orthonormal to the normal and to each other).
+    pub fn with_tangents(mut self, t1: DVec3, t2: DVec3) -> Self {
+        self.tangents = Some((t1, t2));
+        self
+    }
+
     /// The same contact with restitution coefficient `restitution`.
     pub fn with_restitution(mut self, restitution: f64) -> Self {
         self.restitution = restitution;

@@ -79,8 +79,8 @@ impl SparseCholesky {
         self.col_ptr.clear();
         self.row_idx.clear();
         self.col_ptr.push(0);
-        for a in 0..bodies {
-            let neighbours = &self.pattern.pairs[self.pair_start[a]..self.pair_start[a] + degree[a]];
+        for (a, &count) in degree.iter().enumerate() {
+            let neighbours = &self.pattern.pairs[self.pair_start[a]..self.pair_start[a] + count];
             for c in 0..6 {
                 self.row_idx.extend(6 * a + c..6 * a + 6);
                 for &(_, b) in neighbours {
