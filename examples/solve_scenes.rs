@@ -16,7 +16,17 @@ fn main() {
     ];
     println!(
         "{:<22} {:>6} {:>8} {:>6} {:>6} {:>6} {:>9} {:>9} {:>9} {:>7} {:>9}",
-        "scene", "bodies", "contacts", "start", "outer", "newton", "ncp m/s", "feas m/s", "dyn m/s", "solver", "time ms"
+        "scene",
+        "bodies",
+        "contacts",
+        "start",
+        "outer",
+        "newton",
+        "ncp m/s",
+        "feas m/s",
+        "dyn m/s",
+        "solver",
+        "time ms"
     );
     for (name, problem) in scenes {
         let mut solver = Solver::new(SolverSettings::default());
@@ -34,7 +44,11 @@ fn main() {
                     name,
                     problem.bodies.len(),
                     problem.contacts.len(),
-                    if step == 0 { "cold".to_string() } else { format!("warm{step}") },
+                    if step == 0 {
+                        "cold".to_string()
+                    } else {
+                        format!("warm{step}")
+                    },
                     report.outer_iterations,
                     report.newton_iterations,
                     report.ncp_residual,
@@ -55,6 +69,9 @@ fn main() {
             .map(|(_, i)| i.world.y)
             .sum();
         let weight = problem.bodies.iter().map(|b| -b.linear_impulse.y).sum::<f64>();
-        println!("{:<22} ground impulse {ground:.12} N·s, weight × dt {weight:.12} N·s\n", "");
+        println!(
+            "{:<22} ground impulse {ground:.12} N·s, weight × dt {weight:.12} N·s\n",
+            ""
+        );
     }
 }

@@ -176,6 +176,7 @@ impl Solver {
                 cone::project(contact.mu, &local).0
             });
         }
+        let warm_started = self.lambda.iter().any(|l| *l != Vector3::zeros());
         self.asm.velocities_for(&self.lambda, &mut self.scratch, &mut self.v);
         let mut report = SolveReport {
             penalty: settings.initial_penalty,
@@ -189,7 +190,11 @@ impl Solver {
             return self.finish(report, best, None);
         }
 
-        let mut kappa = settings.initial_penalty;
+        let mut kappa = if warm_started {
+            settings.warm_initial_penalty
+        } else {
+            settings.initial_penalty
+        };
         self.set_penalty(kappa);
         for c in 0..nc {
             self.shift[c] = cone::shift(
