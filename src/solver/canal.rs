@@ -208,7 +208,6 @@ impl Solver {
         let mut counts = NewtonCounts::default();
         let mut previous_primal = f64::INFINITY;
         let mut since_best = 0;
-        let mut damping = 1.0_f64;
         let mut stalled_at_cap = 0;
         let mut failure = Some(SolveFailure::BudgetExhausted);
 
@@ -298,13 +297,11 @@ impl Solver {
                 self.anderson.reset();
             }
             // §3.6: after a run without a new best residual, one damped shift update.
-            if since_best >= settings.patience {
+            let fallback = since_best >= settings.patience;
+            if fallback {
                 since_best = 0;
-                damping = 0.5;
-                self.anderson.reset();
             }
-            self.next_outer_input(damping);
-            damping = 1.0;
+            self.next_outer_input(fallback);
         }
         report.newton_iterations = counts.newton;
         report.line_search_iterations = counts.line_search;
@@ -312,13 +309,14 @@ impl Solver {
         self.finish(report, best, failure)
     }
 
-    /// Chooses the next outer iteration's `(λ, δ)` from the last image: Anderson-mixed while
-    /// `damping` is 1, else the damped shift update of §3.6 with that factor.
-    fn next_outer_input(&mut self, damping: f64) {
+    /// Chooses the next outer iteration's `(λ, δ)` from the last image: Anderson-mixed, or, on
+    /// `fallback`, the damped shift update `δ ← δ + ½(δ(v) − δ)` of §3.6 with a fresh history.
+    fn next_outer_input(&mut self, fallback: bool) {
         let nc = self.lambda.len();
-        if damping < 1.0 {
+        if fallback {
+            self.anderson.reset();
             for c in 0..nc {
-                self.shift[c] += damping * (self.shift_next[c] - self.shift[c]);
+                self.shift[c] += 0.5 * (self.shift_next[c] - self.shift[c]);
             }
             std::mem::swap(&mut self.lambda, &mut self.lambda_next);
             return;
