@@ -21,10 +21,13 @@ fn tight() -> SolverSettings {
     }
 }
 
+/// Mass of the body of [`point_mass_on_ground`], kg.
+const POINT_MASS: f64 = 2.0;
+
 /// A body whose only contact acts at its centre of mass: a point mass, no rotation couples in.
 fn point_mass_on_ground(velocity: DVec3, mu: f64) -> StepProblem {
-    let body = SolverBody::sphere(2.0, 0.1, DVec3::ZERO)
-        .with_force(GRAVITY * 2.0, DT)
+    let body = SolverBody::sphere(POINT_MASS, 0.1, DVec3::ZERO)
+        .with_force(GRAVITY * POINT_MASS, DT)
         .with_velocity(velocity, DVec3::ZERO);
     let contact = SolverContact::new(0, ContactSide::Body(0), ContactSide::STATIC, DVec3::ZERO, DVec3::Y)
         .with_friction(mu)
@@ -69,7 +72,7 @@ fn open_contact_applies_nothing() {
 #[test]
 fn sticking_contact_stops_the_body() {
     // Landing at 1 m/s with 0.1 m/s sideways, μ = 0.5: λ = −m v_free, inside the cone.
-    let (m, mu) = (2.0, 0.5);
+    let (m, mu) = (POINT_MASS, 0.5);
     let v0 = DVec3::new(0.1, -1.0, 0.0);
     let (report, solution, _) = solve(&point_mass_on_ground(v0, mu), tight());
     assert!(report.converged, "{report:?}");
@@ -84,7 +87,7 @@ fn sticking_contact_stops_the_body() {
 #[test]
 fn sliding_contact_opposes_the_slip_on_the_cone() {
     // 3 m/s sideways: friction saturates, λ_t = −μ λ_n t̂, the normal velocity vanishes.
-    let (m, mu) = (2.0, 0.5);
+    let (m, mu) = (POINT_MASS, 0.5);
     let v0 = DVec3::new(3.0, -0.5, 0.0);
     let (report, solution, _) = solve(&point_mass_on_ground(v0, mu), tight());
     assert!(report.converged, "{report:?}");
