@@ -4,6 +4,7 @@
 
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::cholesky::llt::factor::LltRegularization;
+use faer::sparse::linalg::SupernodalThreshold;
 use faer::sparse::linalg::cholesky::{
     CholeskySymbolicParams, LltRef, SymbolicCholesky, SymmetricOrdering, factorize_symbolic_cholesky,
 };
@@ -13,6 +14,16 @@ use nalgebra::{DVector, Matrix6};
 
 use super::super::assembly::Assembled;
 use super::{LowerBlocks, NotPositiveDefinite};
+
+/// Always supernodal: `H` is made of dense 6×6 blocks, so its fronts are dense from the start.
+/// faer's automatic choice picked the simplicial factorization for the 210-box pyramid, which
+/// made a Newton step 35% slower there (`benches/solver.rs`); no scene measured got slower.
+fn symbolic_params() -> CholeskySymbolicParams<'static> {
+    CholeskySymbolicParams {
+        supernodal_flop_ratio_threshold: SupernodalThreshold::FORCE_SUPERNODAL,
+        ..Default::default()
+    }
+}
 
 /// Lower-triangular CSC pattern of `H` built from 6×6 blocks.
 #[derive(Default, PartialEq)]
@@ -50,13 +61,8 @@ impl SparseCholesky {
         let n = 6 * self.pattern.bodies;
         let structure = SymbolicSparseColMatRef::new_checked(n, n, &self.col_ptr, None, &self.row_idx);
         // Only fails on allocation failure; leave the solver without a factorization then.
-        self.symbolic = factorize_symbolic_cholesky(
-            structure,
-            Side::Lower,
-            SymmetricOrdering::Amd,
-            CholeskySymbolicParams::default(),
-        )
-        .ok();
+        self.symbolic =
+            factorize_symbolic_cholesky(structure, Side::Lower, SymmetricOrdering::Amd, symbolic_params()).ok();
         if let Some(symbolic) = &self.symbolic {
             self.factor_values.resize(symbolic.len_val(), 0.0);
             let req = StackReq::any_of(&[
