@@ -15,7 +15,7 @@ use super::cone;
 use super::newton::{NewtonCounts, NewtonSolver, NewtonTrace, Surrogate};
 use super::problem::StepProblem;
 use super::report::{BodyVelocity, ContactImpulse, LinearSolverKind, Solution, SolveFailure, SolveReport};
-use super::residual::{ContactResiduals, contact_residuals, dynamics_residual};
+use super::residual::{ContactResiduals, contact_residuals, contact_residuals_at, dynamics_residual};
 use super::settings::SolverSettings;
 
 /// One outer iteration's record, for convergence studies.
@@ -72,6 +72,8 @@ pub struct Solver {
     shift: Vec<f64>,
     shift_next: Vec<f64>,
     bias: Vec<Vector3<f64>>,
+    /// Unshifted contact velocities `J v + e` of the last Newton solution.
+    velocity: Vec<Vector3<f64>>,
     beta: Vec<f64>,
     mu: Vec<f64>,
     mix_in: Vec<f64>,
@@ -143,6 +145,7 @@ impl Solver {
             &mut self.lambda_next,
             &mut self.best_lambda,
             &mut self.bias,
+            &mut self.velocity,
         ] {
             buffer.clear();
             buffer.resize(nc, Vector3::zeros());
@@ -245,15 +248,17 @@ impl Solver {
 
             let mut primal = 0.0_f64;
             let mut shift_change = 0.0_f64;
+            // Newton's last evaluation was at this v: λ^{l+1} = Π(λ − β(J v + ê)) and J v + ê come
+            // from it.
+            let (projected, shifted) = self.newton.last_evaluation();
             for c in 0..nc {
-                let w = self.asm.jacobian_times(c, &self.v) + self.asm.contacts[c].bias;
-                let x = self.lambda[c] - self.beta[c] * (w + Vector3::new(self.shift[c], 0.0, 0.0));
-                self.lambda_next[c] = cone::project(self.mu[c], &x).0;
+                self.velocity[c] = shifted[c] - Vector3::new(self.shift[c], 0.0, 0.0);
+                self.lambda_next[c] = projected[c];
                 primal = primal.max((self.lambda_next[c] - self.lambda[c]).norm() / self.beta[c]);
-                self.shift_next[c] = cone::shift(self.mu[c], &w);
+                self.shift_next[c] = cone::shift(self.mu[c], &self.velocity[c]);
                 shift_change = shift_change.max((self.shift_next[c] - self.shift[c]).abs());
             }
-            let residuals = contact_residuals(&self.asm, &self.v, &self.lambda_next);
+            let residuals = contact_residuals_at(&self.asm, &self.velocity, &self.lambda_next);
             if settings.record_trace {
                 self.outer_trace.push(OuterTrace {
                     newton_iterations: counts.newton,

@@ -44,6 +44,9 @@ pub(crate) struct NewtonSolver {
     direction: DVector<f64>,
     scratch: DVector<f64>,
     x: Vec<Vector3<f64>>,
+    /// `Π(xᵢ)` and `yᵢ = Jᵢ v + êᵢ` at the last evaluated iterate: the returned `v`.
+    projected: Vec<Vector3<f64>>,
+    y: Vec<Vector3<f64>>,
     jd: Vec<Vector3<f64>>,
     weights: Vec<Matrix3<f64>>,
     pub trace: Vec<NewtonTrace>,
@@ -54,7 +57,9 @@ impl NewtonSolver {
         for buffer in [&mut self.gradient, &mut self.direction, &mut self.scratch] {
             *buffer = std::mem::take(buffer).resize_vertically(dofs, 0.0);
         }
-        self.x.resize(contacts, Vector3::zeros());
+        for buffer in [&mut self.x, &mut self.projected, &mut self.y] {
+            buffer.resize(contacts, Vector3::zeros());
+        }
         self.jd.resize(contacts, Vector3::zeros());
         self.weights.resize(contacts, Matrix3::zeros());
     }
@@ -68,9 +73,11 @@ impl NewtonSolver {
         for c in 0..asm.contacts.len() {
             let y = asm.jacobian_times(c, v) + s.bias[c];
             largest = largest.max(y.amax());
+            self.y[c] = y;
             self.x[c] = s.lambda[c] - s.beta[c] * y;
             let (p, jac) = cone::project_with_jacobian(s.mu[c], &self.x[c]);
             asm.add_jacobian_transpose(c, &(-p), &mut self.gradient);
+            self.projected[c] = p;
             self.weights[c] = s.beta[c] * jac;
         }
         largest
@@ -87,7 +94,14 @@ impl NewtonSolver {
         phi
     }
 
-    /// Minimises the surrogate from `v`, in place.
+    /// `(Π(xᵢ), yᵢ)` per contact at the `v` the last [`Self::minimize`] returned: the next
+    /// multipliers and the shifted constraint velocities, without another pass over the contacts.
+    pub fn last_evaluation(&self) -> (&[Vector3<f64>], &[Vector3<f64>]) {
+        (&self.projected, &self.y)
+    }
+
+    /// Minimises the surrogate from `v`, in place. Always ends on an evaluation of the returned
+    /// `v`, which [`Self::last_evaluation`] exposes.
     pub fn minimize(
         &mut self,
         asm: &Assembled,
@@ -97,7 +111,7 @@ impl NewtonSolver {
         counts: &mut NewtonCounts,
     ) -> Result<(), NotPositiveDefinite> {
         // One evaluation more than factorizations: the last step's result is checked too.
-        for _ in 0..=settings.max_newton_iterations {
+        for iteration in 0..=settings.max_newton_iterations {
             let largest_y = self.evaluate(asm, s, v);
             asm.apply_a_inverse(&self.gradient, &mut self.scratch);
             let gradient_norm = self.scratch.amax();
@@ -111,7 +125,7 @@ impl NewtonSolver {
                 });
             }
             let floor = 64.0 * f64::EPSILON * (s.penalty * largest_y + v.amax());
-            if gradient_norm <= (1e-3 * settings.tolerance).max(floor) {
+            if gradient_norm <= (1e-3 * settings.tolerance).max(floor) || iteration == settings.max_newton_iterations {
                 return Ok(());
             }
             self.system.factor(asm, &self.weights)?;
@@ -125,7 +139,7 @@ impl NewtonSolver {
             for c in 0..asm.contacts.len() {
                 self.jd[c] = asm.jacobian_times(c, &self.direction);
                 // ∇Φ = (A v − b) − Σ Jᵀ Π(x): add the contact part back to get dᵀ(A v − b).
-                linear_slope += self.jd[c].dot(&cone::project(s.mu[c], &self.x[c]).0);
+                linear_slope += self.jd[c].dot(&self.projected[c]);
             }
             if initial_slope >= 0.0 {
                 // Round-off has eaten the descent direction: v is as good as it gets.

@@ -25,21 +25,19 @@ impl ContactResiduals {
     }
 }
 
-/// The shifted relative velocity `w + δ` of contact `c` at velocities `v`.
-pub(crate) fn shifted_velocity(asm: &Assembled, c: usize, v: &DVector<f64>) -> Vector3<f64> {
-    let contact = &asm.contacts[c];
-    let mut w = asm.jacobian_times(c, v) + contact.bias;
-    w.x += cone::shift(contact.mu, &w);
-    w
-}
-
-/// `rᵢ = ‖λᵢ − Π(λᵢ − mᵢ(wᵢ + δᵢ))‖ / mᵢ` and `‖Π_K(−(wᵢ + δᵢ))‖`, worst over contacts. A
-/// non-finite value anywhere reports as infinite.
-pub(crate) fn contact_residuals(asm: &Assembled, v: &DVector<f64>, lambda: &[Vector3<f64>]) -> ContactResiduals {
+/// `rᵢ = ‖λᵢ − Π(λᵢ − mᵢ(wᵢ + δᵢ))‖ / mᵢ` and `‖Π_K(−(wᵢ + δᵢ))‖`, worst over contacts, where
+/// `velocity(i)` gives the unshifted `wᵢ = Jᵢ v + eᵢ`. A non-finite value anywhere reports as
+/// infinite.
+fn worst_residuals(
+    asm: &Assembled,
+    lambda: &[Vector3<f64>],
+    velocity: impl Fn(usize) -> Vector3<f64>,
+) -> ContactResiduals {
     let mut worst = ContactResiduals::default();
     for (c, l) in lambda.iter().enumerate() {
         let contact = &asm.contacts[c];
-        let y = shifted_velocity(asm, c, v);
+        let mut y = velocity(c);
+        y.x += cone::shift(contact.mu, &y);
         let ncp = (l - cone::project(contact.mu, &(l - contact.mass * y)).0).norm() / contact.mass;
         let feasibility = cone::project(contact.mu, &(-y)).0.norm();
         worst.ncp = if ncp.is_nan() {
@@ -54,6 +52,16 @@ pub(crate) fn contact_residuals(asm: &Assembled, v: &DVector<f64>, lambda: &[Vec
         };
     }
     worst
+}
+
+/// The residuals at body velocities `v`.
+pub(crate) fn contact_residuals(asm: &Assembled, v: &DVector<f64>, lambda: &[Vector3<f64>]) -> ContactResiduals {
+    worst_residuals(asm, lambda, |c| asm.jacobian_times(c, v) + asm.contacts[c].bias)
+}
+
+/// The residuals at precomputed contact velocities `w` (`wᵢ = Jᵢ v + eᵢ`, unshifted).
+pub(crate) fn contact_residuals_at(asm: &Assembled, w: &[Vector3<f64>], lambda: &[Vector3<f64>]) -> ContactResiduals {
+    worst_residuals(asm, lambda, |c| w[c])
 }
 
 /// `‖A⁻¹(A v − b − Jᵀλ)‖∞`, m/s.
