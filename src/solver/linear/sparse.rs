@@ -1,13 +1,16 @@
-//! Sparse Cholesky of `H` (faer), for large islands: AMD fill-reducing ordering, symbolic
-//! analysis reused while the body–contact graph keeps its shape, numeric factorization per
-//! Newton iteration into preallocated buffers.
+//! Sparse Cholesky of `H` (faer), for large islands.
+//!
+//! The fill-reducing ordering is computed on the body graph (AMD, one node per body) and `H` is
+//! assembled directly in that order, so the numeric factorization never permutes: each Newton
+//! iteration only refills the values and factors them into preallocated buffers. The pattern and
+//! its symbolic analysis are kept while the island's body–contact graph keeps its shape.
 
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::cholesky::llt::factor::LltRegularization;
-use faer::sparse::linalg::SupernodalThreshold;
 use faer::sparse::linalg::cholesky::{
     CholeskySymbolicParams, LltRef, SymbolicCholesky, SymmetricOrdering, factorize_symbolic_cholesky,
 };
+use faer::sparse::linalg::{SupernodalThreshold, amd};
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
 use faer::{Conj, MatMut, Par, Side};
 use nalgebra::{DVector, Matrix6};
@@ -25,44 +28,78 @@ fn symbolic_params() -> CholeskySymbolicParams<'static> {
     }
 }
 
-/// Lower-triangular CSC pattern of `H` built from 6×6 blocks.
-#[derive(Default, PartialEq)]
-struct BlockPattern {
-    bodies: usize,
-    pairs: Vec<(usize, usize)>,
+/// The CSC pattern of the transpose: columns become rows. Output row indices come out sorted.
+fn transpose_pattern(n: usize, col_ptr: &[usize], row_idx: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let mut ptr = vec![0usize; n + 1];
+    for &r in row_idx {
+        ptr[r + 1] += 1;
+    }
+    for i in 0..n {
+        ptr[i + 1] += ptr[i];
+    }
+    let mut next = ptr.clone();
+    let mut idx = vec![0usize; row_idx.len()];
+    for col in 0..n {
+        for &r in &row_idx[col_ptr[col]..col_ptr[col + 1]] {
+            idx[next[r]] = col;
+            next[r] += 1;
+        }
+    }
+    (ptr, idx)
+}
+
+/// Where a coupled body pair's block lives in the lower triangle of the reordered `H`.
+#[derive(Clone, Copy, Default)]
+struct PairSlot {
+    /// Offset of the block's first entry in its column (after the diagonal block's part).
+    column_block: usize,
+    /// Position of the row block among the column's off-diagonal blocks.
+    position: usize,
+    /// The stored block is the transpose of the one assembled (the pair's order flipped).
+    transposed: bool,
 }
 
 #[derive(Default)]
 pub(super) struct SparseCholesky {
-    pattern: BlockPattern,
+    bodies: usize,
+    pairs: Vec<(usize, usize)>,
+    /// `order[new] = old` and `rank[old] = new` body indices.
+    order: Vec<usize>,
+    rank: Vec<usize>,
+    slots: Vec<PairSlot>,
     col_ptr: Vec<usize>,
     row_idx: Vec<usize>,
     values: Vec<f64>,
-    /// First pair index of each body's column block (pairs are sorted by their smaller body).
-    pair_start: Vec<usize>,
     symbolic: Option<SymbolicCholesky<usize>>,
     factor_values: Vec<f64>,
     stack: Option<MemBuffer>,
+    permuted_rhs: Vec<f64>,
     factored: bool,
 }
 
 impl SparseCholesky {
-    /// Rebuilds the pattern and its symbolic analysis, unless the island has the same graph as in
-    /// the last call (a resting pile, say), when both are kept.
+    /// Rebuilds the ordering, pattern and symbolic analysis, unless the island has the same graph
+    /// as in the last call (a resting pile, say), when all are kept.
     pub fn prepare(&mut self, asm: &Assembled) {
-        let unchanged =
-            self.symbolic.is_some() && self.pattern.bodies == asm.bodies.len() && self.pattern.pairs == asm.pairs;
+        let unchanged = self.symbolic.is_some() && self.bodies == asm.bodies.len() && self.pairs == asm.pairs;
         if unchanged {
             return;
         }
-        self.pattern.bodies = asm.bodies.len();
-        self.pattern.pairs.clone_from(&asm.pairs);
+        self.bodies = asm.bodies.len();
+        self.pairs.clone_from(&asm.pairs);
+        self.symbolic = None;
+        if self.order_bodies().is_none() {
+            return;
+        }
         self.build_pattern();
-        let n = 6 * self.pattern.bodies;
-        let structure = SymbolicSparseColMatRef::new_checked(n, n, &self.col_ptr, None, &self.row_idx);
+        let n = 6 * self.bodies;
+        // With the identity ordering faer's symbolic analysis reads the upper triangle as given
+        // (whatever `side` says); the numeric factorization then takes the lower one unpermuted.
+        let (upper_ptr, upper_idx) = transpose_pattern(n, &self.col_ptr, &self.row_idx);
+        let upper = SymbolicSparseColMatRef::new_checked(n, n, &upper_ptr, None, &upper_idx);
         // Only fails on allocation failure; leave the solver without a factorization then.
         self.symbolic =
-            factorize_symbolic_cholesky(structure, Side::Lower, SymmetricOrdering::Amd, symbolic_params()).ok();
+            factorize_symbolic_cholesky(upper, Side::Upper, SymmetricOrdering::Identity, symbolic_params()).ok();
         if let Some(symbolic) = &self.symbolic {
             self.factor_values.resize(symbolic.len_val(), 0.0);
             let req = StackReq::any_of(&[
@@ -71,26 +108,65 @@ impl SparseCholesky {
             ]);
             self.stack = Some(MemBuffer::new(req));
         }
+        self.permuted_rhs.resize(n, 0.0);
     }
 
-    fn build_pattern(&mut self) {
-        let bodies = self.pattern.bodies;
-        let mut degree = vec![0usize; bodies];
-        self.pair_start.clear();
-        self.pair_start.resize(bodies, 0);
-        for (p, &(a, _)) in self.pattern.pairs.iter().enumerate().rev() {
-            degree[a] += 1;
-            self.pair_start[a] = p;
+    /// AMD on the body graph: one node per body, an edge per coupled pair.
+    fn order_bodies(&mut self) -> Option<()> {
+        let nb = self.bodies;
+        let mut col_ptr = vec![0usize; nb + 1];
+        for &(a, _) in &self.pairs {
+            col_ptr[a + 1] += 1;
         }
+        for a in 0..nb {
+            col_ptr[a + 1] += col_ptr[a];
+        }
+        // Pairs are sorted by (a, b): column a lists its b > a in order, one triangle of the
+        // symmetric pattern; AMD orders A + Aᵀ.
+        let row_idx: Vec<usize> = self.pairs.iter().map(|&(_, b)| b).collect();
+        let graph = SymbolicSparseColMatRef::new_checked(nb, nb, &col_ptr, None, &row_idx);
+        self.order.resize(nb, 0);
+        self.rank.resize(nb, 0);
+        let mut buffer = MemBuffer::new(amd::order_maybe_unsorted_scratch::<usize>(nb, row_idx.len()));
+        amd::order_maybe_unsorted(
+            &mut self.order,
+            &mut self.rank,
+            graph,
+            amd::Control::default(),
+            MemStack::new(&mut buffer),
+        )
+        .ok()
+        .map(|_| ())
+    }
+
+    /// The lower-triangular CSC pattern of the reordered `H`, 6×6 blocks, and each pair's slot.
+    fn build_pattern(&mut self) {
+        let nb = self.bodies;
+        // Off-diagonal row blocks of each new column block, as (row block, pair index).
+        let mut below: Vec<Vec<(usize, usize)>> = vec![Vec::new(); nb];
+        for (p, &(a, b)) in self.pairs.iter().enumerate() {
+            let (ra, rb) = (self.rank[a], self.rank[b]);
+            below[ra.min(rb)].push((ra.max(rb), p));
+        }
+        self.slots.resize(self.pairs.len(), PairSlot::default());
         self.col_ptr.clear();
         self.row_idx.clear();
         self.col_ptr.push(0);
-        for (a, &count) in degree.iter().enumerate() {
-            let neighbours = &self.pattern.pairs[self.pair_start[a]..self.pair_start[a] + count];
+        for (col, rows) in below.iter_mut().enumerate() {
+            rows.sort_unstable();
+            for (position, &(_, p)) in rows.iter().enumerate() {
+                let (a, b) = self.pairs[p];
+                // assemble_into hands over the block with the larger *old* index as row.
+                self.slots[p] = PairSlot {
+                    column_block: col,
+                    position,
+                    transposed: self.rank[b] < self.rank[a],
+                };
+            }
             for c in 0..6 {
-                self.row_idx.extend(6 * a + c..6 * a + 6);
-                for &(_, b) in neighbours {
-                    self.row_idx.extend(6 * b..6 * b + 6);
+                self.row_idx.extend(6 * col + c..6 * col + 6);
+                for &(row, _) in rows.iter() {
+                    self.row_idx.extend(6 * row..6 * row + 6);
                 }
                 self.col_ptr.push(self.row_idx.len());
             }
@@ -108,7 +184,7 @@ impl SparseCholesky {
         let (Some(symbolic), Some(buffer)) = (&self.symbolic, &mut self.stack) else {
             return Err(NotPositiveDefinite);
         };
-        let n = 6 * self.pattern.bodies;
+        let n = 6 * self.bodies;
         let structure = SymbolicSparseColMatRef::new_checked(n, n, &self.col_ptr, None, &self.row_idx);
         let matrix = SparseColMatRef::new(structure, &self.values);
         let result = symbolic.factorize_numeric_llt(
@@ -128,10 +204,16 @@ impl SparseCholesky {
         let (true, Some(symbolic), Some(buffer)) = (self.factored, &self.symbolic, &mut self.stack) else {
             return;
         };
-        let n = rhs.len();
+        for (new, &old) in self.order.iter().enumerate() {
+            self.permuted_rhs[6 * new..6 * new + 6].copy_from_slice(&rhs.as_slice()[6 * old..6 * old + 6]);
+        }
+        let n = self.permuted_rhs.len();
         let llt = LltRef::new(symbolic, &self.factor_values);
-        let rhs = MatMut::from_column_major_slice_mut(rhs.as_mut_slice(), n, 1);
-        llt.solve_in_place_with_conj(Conj::No, rhs, Par::Seq, MemStack::new(buffer));
+        let x = MatMut::from_column_major_slice_mut(&mut self.permuted_rhs, n, 1);
+        llt.solve_in_place_with_conj(Conj::No, x, Par::Seq, MemStack::new(buffer));
+        for (new, &old) in self.order.iter().enumerate() {
+            rhs.as_mut_slice()[6 * old..6 * old + 6].copy_from_slice(&self.permuted_rhs[6 * new..6 * new + 6]);
+        }
     }
 }
 
@@ -139,20 +221,22 @@ impl LowerBlocks for SparseCholesky {
     fn add_block(&mut self, row: usize, col: usize, pair: Option<usize>, block: &Matrix6<f64>) {
         match pair {
             None => {
+                let start_col = 6 * self.rank[col];
                 for c in 0..6 {
-                    let start = self.col_ptr[6 * col + c];
+                    let start = self.col_ptr[start_col + c];
                     for r in c..6 {
                         self.values[start + r - c] += block[(r, c)];
                     }
                 }
             }
             Some(p) => {
-                debug_assert_eq!(self.pattern.pairs[p], (col, row));
-                let k = p - self.pair_start[col];
+                debug_assert_eq!(self.pairs[p], (col, row));
+                let slot = self.slots[p];
                 for c in 0..6 {
-                    let start = self.col_ptr[6 * col + c] + (6 - c) + 6 * k;
+                    let start = self.col_ptr[6 * slot.column_block + c] + (6 - c) + 6 * slot.position;
                     for r in 0..6 {
-                        self.values[start + r] += block[(r, c)];
+                        let value = if slot.transposed { block[(c, r)] } else { block[(r, c)] };
+                        self.values[start + r] += value;
                     }
                 }
             }
