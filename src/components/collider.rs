@@ -1,0 +1,142 @@
+//! Collision shapes, by parry3d, and their density.
+
+use bevy_ecs::prelude::*;
+use bevy_math::{Quat, Vec3};
+use bevy_reflect::prelude::*;
+use parry3d::math::Pose;
+use parry3d::shape::{Ball, Capsule, Cuboid, Cylinder, SharedShape, TypedShape};
+
+/// The shape of a body (or, without a [`RigidBody`](super::RigidBody), of static geometry),
+/// in the entity's local frame.
+///
+/// Sizes follow Bevy's primitives: [`Collider::cuboid`] takes full side lengths like
+/// `Cuboid::new`, capsules and cylinders stand along local Y.
+#[derive(Component, Clone)]
+pub struct Collider {
+    shape: SharedShape,
+}
+
+impl std::fmt::Debug for Collider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Collider({:?})", self.shape.shape_type())
+    }
+}
+
+impl Collider {
+    /// A box with full side lengths `x_length × y_length × z_length`, m.
+    pub fn cuboid(x_length: f32, y_length: f32, z_length: f32) -> Self {
+        Self {
+            shape: SharedShape::cuboid(0.5 * x_length, 0.5 * y_length, 0.5 * z_length),
+        }
+    }
+
+    /// A ball of `radius`, m.
+    pub fn sphere(radius: f32) -> Self {
+        Self {
+            shape: SharedShape::ball(radius),
+        }
+    }
+
+    /// A capsule along local Y: a cylinder of `length` capped by hemispheres of `radius`.
+    pub fn capsule(radius: f32, length: f32) -> Self {
+        Self {
+            shape: SharedShape::capsule_y(0.5 * length, radius),
+        }
+    }
+
+    /// A cylinder along local Y of `radius` and full `height`.
+    pub fn cylinder(radius: f32, height: f32) -> Self {
+        Self {
+            shape: SharedShape::cylinder(0.5 * height, radius),
+        }
+    }
+
+    /// The convex hull of `points`; `None` if they span no volume.
+    pub fn convex_hull(points: &[Vec3]) -> Option<Self> {
+        SharedShape::convex_hull(points).map(|shape| Self { shape })
+    }
+
+    /// A triangle mesh (for static geometry: it has no volume, so no mass); `None` if the
+    /// indices do not fit the vertices.
+    pub fn trimesh(vertices: Vec<Vec3>, indices: Vec<[u32; 3]>) -> Option<Self> {
+        SharedShape::trimesh(vertices, indices).ok().map(|shape| Self { shape })
+    }
+
+    /// A height field over the XZ plane: `heights` in row-major order with `rows × columns`
+    /// samples, spanning `scale` (x extent, height factor, z extent).
+    pub fn heightfield(heights: Vec<f32>, rows: usize, columns: usize, scale: Vec3) -> Option<Self> {
+        if heights.len() != rows * columns || rows < 2 || columns < 2 {
+            return None;
+        }
+        let matrix = parry3d::utils::Array2::new(rows, columns, heights);
+        Some(Self {
+            shape: SharedShape::heightfield(matrix, scale),
+        })
+    }
+
+    /// Several shapes, each at a pose relative to the entity.
+    pub fn compound(parts: Vec<(Vec3, Quat, Collider)>) -> Self {
+        let parts = parts
+            .into_iter()
+            .map(|(t, r, c)| (Pose::from_parts(t, r), c.shape))
+            .collect();
+        Self {
+            shape: SharedShape::compound(parts),
+        }
+    }
+
+    /// The parry3d shape.
+    pub fn shape(&self) -> &SharedShape {
+        &self.shape
+    }
+
+    /// Why this shape cannot be simulated, if it cannot: zero, negative or non-finite sizes.
+    pub fn invalid_reason(&self) -> Option<String> {
+        let positive = |x: f32| x.is_finite() && x > 0.0;
+        let reason = match self.shape.as_typed_shape() {
+            TypedShape::Cuboid(Cuboid { half_extents }) => {
+                (!(positive(half_extents.x) && positive(half_extents.y) && positive(half_extents.z)))
+                    .then(|| format!("cuboid half extents {half_extents} must be finite and positive"))
+            }
+            TypedShape::Ball(Ball { radius }) => {
+                (!positive(*radius)).then(|| format!("sphere radius {radius} must be finite and positive"))
+            }
+            TypedShape::Capsule(capsule) => {
+                let Capsule { segment, radius } = capsule;
+                (!(positive(*radius) && segment.a.is_finite() && segment.b.is_finite()))
+                    .then(|| format!("capsule radius {radius} must be finite and positive, length finite"))
+            }
+            TypedShape::Cylinder(Cylinder { half_height, radius }) => (!(positive(*half_height) && positive(*radius)))
+                .then(|| format!("cylinder half height {half_height} and radius {radius} must be finite and positive")),
+            TypedShape::ConvexPolyhedron(hull) => {
+                (!hull.points().iter().all(|p| p.is_finite())).then(|| "convex hull has non-finite points".into())
+            }
+            TypedShape::TriMesh(mesh) => {
+                (!mesh.vertices().iter().all(|p| p.is_finite())).then(|| "triangle mesh has non-finite vertices".into())
+            }
+            TypedShape::Compound(compound) => compound.shapes().iter().find_map(|(pose, part)| {
+                if !(pose.translation.is_finite() && pose.rotation.is_finite()) {
+                    return Some("compound part has a non-finite pose".to_string());
+                }
+                Collider { shape: part.clone() }.invalid_reason()
+            }),
+            _ => None,
+        };
+        reason.or_else(|| {
+            let aabb = self.shape.compute_local_aabb();
+            (!(aabb.mins.is_finite() && aabb.maxs.is_finite())).then(|| "shape has a non-finite extent".into())
+        })
+    }
+}
+
+/// Density of a collider's material, kg/m³ (default 1.0). Sets the body's mass and inertia
+/// unless [`Mass`](super::Mass) overrides them.
+#[derive(Component, Reflect, Clone, Copy, Debug, PartialEq)]
+#[reflect(Component, Default, Debug, PartialEq)]
+pub struct ColliderDensity(pub f32);
+
+impl Default for ColliderDensity {
+    fn default() -> Self {
+        Self(1.0)
+    }
+}

@@ -1,0 +1,18 @@
+//! The physics step, one stage per file, in data-flow order:
+//!
+//! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
+//! (contact points) → [`solve`] (islands, CANAL) → [`integrate`] (poses) → [`write_back`]
+//! (simulation bodies → ECS, contacts, statistics).
+//!
+//! Stages communicate through the [`PhysicsWorld`] resource; only `prepare` and `write_back`
+//! touch user components.
+
+pub(crate) mod broad_phase;
+pub(crate) mod integrate;
+pub(crate) mod narrow_phase;
+pub(crate) mod prepare;
+pub(crate) mod solve;
+mod world;
+pub(crate) mod write_back;
+
+pub(crate) use world::PhysicsWorld;

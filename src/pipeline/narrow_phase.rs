@@ -1,0 +1,172 @@
+//! Stage 3: contact points for each candidate pair, from parry3d's persistent contact manifolds.
+//!
+//! Owns the per-pair manifold caches (parry reuses them for coherence), the speculative margin,
+//! the reduction of a manifold to at most four points (a box on a plane: its four corners, not a
+//! jittering subset), and the stable id of each point (pair + feature ids) that the solver warm
+//! starts by. Produces [`GeneratedContact`]s; knows nothing of islands or impulses.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use bevy_ecs::prelude::*;
+use bevy_math::{DVec3, Vec3};
+use parry3d::query::{
+    ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher, PersistentQueryDispatcher, TrackedContact,
+};
+
+use super::PhysicsWorld;
+use crate::resources::PhysicsSettings;
+
+/// One contact point between bodies `body1` and `body2` (indices into the step's bodies).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GeneratedContact {
+    pub body1: usize,
+    pub body2: usize,
+    pub point: DVec3,
+    /// Unit normal from `body2` towards `body1`.
+    pub normal: DVec3,
+    /// Signed distance, m: negative is penetration.
+    pub gap: f64,
+    pub friction: f64,
+    pub restitution: f64,
+    pub id: u64,
+}
+
+#[derive(Default)]
+struct PairCache {
+    manifolds: Vec<ContactManifold<(), ()>>,
+    workspace: Option<ContactManifoldsWorkspace>,
+    seen: bool,
+}
+
+#[derive(Default)]
+pub(crate) struct NarrowPhase {
+    cache: HashMap<(Entity, Entity), PairCache>,
+}
+
+/// Most points kept per manifold.
+const MAX_POINTS: usize = 4;
+
+/// Keeps at most four points that span the manifold: the deepest, the one farthest from it, the
+/// one farthest from the line through both, then the one farthest from those three.
+fn reduce(points: &[TrackedContact<()>]) -> [Option<usize>; MAX_POINTS] {
+    let mut kept = [None; MAX_POINTS];
+    if points.len() <= MAX_POINTS {
+        for (i, slot) in kept.iter_mut().enumerate().take(points.len()) {
+            *slot = Some(i);
+        }
+        return kept;
+    }
+    let p = |i: usize| points[i].local_p1;
+    let deepest = (0..points.len())
+        .min_by(|&a, &b| points[a].dist.total_cmp(&points[b].dist))
+        .unwrap_or(0);
+    let farthest = |score: &dyn Fn(Vec3) -> f32| {
+        (0..points.len())
+            .max_by(|&a, &b| score(p(a)).total_cmp(&score(p(b))))
+            .unwrap_or(0)
+    };
+    let second = farthest(&|x| (x - p(deepest)).length_squared());
+    let axis = (p(second) - p(deepest)).normalize_or_zero();
+    let third = farthest(&|x| {
+        let d = x - p(deepest);
+        (d - axis * d.dot(axis)).length_squared()
+    });
+    let fourth = farthest(&|x| {
+        [deepest, second, third]
+            .iter()
+            .map(|&k| (x - p(k)).length_squared())
+            .fold(f32::INFINITY, f32::min)
+    });
+    kept = [Some(deepest), Some(second), Some(third), Some(fourth)];
+    kept
+}
+
+fn mix(hash: u64, value: u64) -> u64 {
+    (hash ^ value).wrapping_mul(0x100_0000_01b3).rotate_left(29)
+}
+
+pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettings>) {
+    let start = Instant::now();
+    let world = &mut *world;
+    let dt = world.dt;
+    world.contacts.clear();
+    for cache in world.narrow_phase.cache.values_mut() {
+        cache.seen = false;
+    }
+    for &(a, b) in &world.pairs {
+        let (body1, body2) = (&world.bodies[a], &world.bodies[b]);
+        let (Some(c1), Some(c2)) = (&body1.collider, &body2.collider) else {
+            continue;
+        };
+        let cache = world
+            .narrow_phase
+            .cache
+            .entry((body1.entity, body2.entity))
+            .or_default();
+        cache.seen = true;
+        let relative_speed = (body1.linear_velocity - body2.linear_velocity).length() as f32;
+        let prediction = settings.contact_margin + relative_speed * dt as f32;
+        let (pose1, pose2) = (body1.pose(), body2.pose());
+        let pos12 = pose1.inv_mul(&pose2);
+        if DefaultQueryDispatcher
+            .contact_manifolds(
+                &pos12,
+                c1.shape().as_ref(),
+                c2.shape().as_ref(),
+                prediction,
+                &mut cache.manifolds,
+                &mut cache.workspace,
+            )
+            .is_err()
+        {
+            continue;
+        }
+        let friction = body1.friction.combine_rule.combine(
+            body2.friction.combine_rule,
+            body1.friction.coefficient,
+            body2.friction.coefficient,
+        ) as f64;
+        let restitution = body1.restitution.combine_rule.combine(
+            body2.restitution.combine_rule,
+            body1.restitution.coefficient,
+            body2.restitution.coefficient,
+        ) as f64;
+        let pair_hash = mix(
+            mix(0xcbf2_9ce4_8422_2325, body1.entity.to_bits()),
+            body2.entity.to_bits(),
+        );
+        for manifold in &cache.manifolds {
+            let (shape_pose1, shape_pose2) = match &manifold.subshape_poses {
+                Some(poses) => (
+                    poses.pos1.map_or(pose1, |p| pose1 * p),
+                    poses.pos2.map_or(pose2, |p| pose2 * p),
+                ),
+                None => (pose1, pose2),
+            };
+            let normal = -(shape_pose1.rotation * manifold.local_n1).as_dvec3();
+            if !normal.is_finite() || normal.length_squared() < 0.5 {
+                continue;
+            }
+            let normal = normal.normalize();
+            let manifold_hash = mix(mix(pair_hash, manifold.subshape1 as u64), manifold.subshape2 as u64);
+            for index in reduce(&manifold.points).into_iter().flatten() {
+                let point = &manifold.points[index];
+                let p1 = shape_pose1.transform_point(point.local_p1).as_dvec3();
+                let p2 = shape_pose2.transform_point(point.local_p2).as_dvec3();
+                world.contacts.push(GeneratedContact {
+                    body1: a,
+                    body2: b,
+                    point: (p1 + p2) * 0.5,
+                    normal,
+                    gap: point.dist as f64,
+                    friction,
+                    restitution,
+                    id: mix(mix(manifold_hash, point.fid1.0 as u64), point.fid2.0 as u64),
+                });
+            }
+        }
+    }
+    world.narrow_phase.cache.retain(|_, cache| cache.seen);
+    world.times.narrow_phase = start.elapsed();
+}

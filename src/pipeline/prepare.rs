@@ -1,0 +1,268 @@
+//! Stage 1: read bodies and colliders from the ECS into [`PhysicsWorld::bodies`], validating them.
+//!
+//! Owns the rules for what enters a step: mass properties from shape and density (or the
+//! overrides), teleports (a user write to `Transform` or a velocity wins over the `f64` copy),
+//! external loads over the step, and leaving out — with one warning naming the entity — anything
+//! non-finite or non-physical. Writes nothing back to the ECS but zeroed one-shot impulses.
+
+use std::time::Instant;
+
+use bevy_ecs::prelude::*;
+use bevy_ecs::query::QueryData;
+use bevy_math::{DMat3, DQuat, DVec3};
+use bevy_time::{Fixed, Time};
+use bevy_transform::components::Transform;
+
+use super::PhysicsWorld;
+use super::world::SimBody;
+use crate::components::*;
+use crate::resources::Gravity;
+
+#[derive(QueryData)]
+#[query_data(mutable)]
+pub(crate) struct BodyData {
+    entity: Entity,
+    kind: &'static RigidBody,
+    transform: &'static Transform,
+    linear: &'static LinearVelocity,
+    angular: &'static AngularVelocity,
+    state: &'static mut PreciseState,
+    collider: Option<&'static Collider>,
+    density: Option<&'static ColliderDensity>,
+    friction: Option<&'static Friction>,
+    restitution: Option<&'static Restitution>,
+    overrides: (
+        Option<&'static Mass>,
+        Option<&'static PrincipalInertia>,
+        Option<&'static CenterOfMass>,
+    ),
+    force: Option<&'static ExternalForce>,
+    impulse: Option<&'static mut ExternalImpulse>,
+}
+
+/// A collider without a rigid body: static geometry.
+type StaticColliderData = (
+    Entity,
+    &'static Collider,
+    &'static Transform,
+    Option<&'static Friction>,
+    Option<&'static Restitution>,
+);
+
+/// Mass, centre of mass and inertia about it (body frame) of a body.
+pub(crate) fn mass_properties(
+    collider: Option<&Collider>,
+    density: f32,
+    overrides: (Option<&Mass>, Option<&PrincipalInertia>, Option<&CenterOfMass>),
+) -> Result<(f64, DVec3, DMat3), String> {
+    let (mass_override, inertia_override, com_override) = overrides;
+    if !(density.is_finite() && density > 0.0) {
+        return Err(format!(
+            "has collider density {density}, which must be finite and positive"
+        ));
+    }
+    let (mut mass, mut com, mut inertia) = match collider {
+        Some(collider) => {
+            let props = collider.shape().mass_properties(density);
+            let frame = DMat3::from_quat(props.principal_inertia_local_frame.as_dquat());
+            let principal = props.principal_inertia().as_dvec3();
+            (
+                props.mass() as f64,
+                props.local_com.as_dvec3(),
+                frame * DMat3::from_diagonal(principal) * frame.transpose(),
+            )
+        }
+        None => (0.0, DVec3::ZERO, DMat3::ZERO),
+    };
+    if let Some(Mass(m)) = mass_override {
+        if !(m.is_finite() && *m > 0.0) {
+            return Err(format!("has mass {m} kg, which must be finite and positive"));
+        }
+        // Keep the shape's inertia distribution, scaled to the new mass.
+        inertia *= if mass > 0.0 { *m as f64 / mass } else { 0.0 };
+        mass = *m as f64;
+    }
+    if let Some(PrincipalInertia(i)) = inertia_override {
+        if !(i.is_finite() && i.min_element() > 0.0) {
+            return Err(format!(
+                "has principal inertia {i} kg·m², which must be finite and positive"
+            ));
+        }
+        inertia = DMat3::from_diagonal(i.as_dvec3());
+    }
+    if let Some(CenterOfMass(c)) = com_override {
+        if !c.is_finite() {
+            return Err(format!("has a non-finite centre of mass {c}"));
+        }
+        com = c.as_dvec3();
+    }
+    let positive_definite = inertia.is_finite() && {
+        let m = nalgebra::Matrix3::from_column_slice(&inertia.to_cols_array());
+        m.cholesky().is_some()
+    };
+    if !(mass.is_finite() && mass > 0.0 && positive_definite) {
+        return Err(format!(
+            "has mass {mass} kg and inertia {inertia}; a dynamic body needs a collider with volume or Mass and \
+             PrincipalInertia"
+        ));
+    }
+    Ok((mass, com, inertia))
+}
+
+/// The pose and velocities the step starts from: the `f64` copy, unless the user changed the
+/// `f32` components since the last step wrote them.
+fn start_state(body: &BodyDataItem) -> (DVec3, DQuat, DVec3, DVec3) {
+    let state = &*body.state;
+    let (t, r, v, w) = (
+        body.transform.translation,
+        body.transform.rotation,
+        body.linear.0,
+        body.angular.0,
+    );
+    match state.written {
+        Some((wt, wr, wv, ww)) => (
+            if (wt, wr) == (t, r) {
+                state.translation
+            } else {
+                t.as_dvec3()
+            },
+            if (wt, wr) == (t, r) {
+                state.rotation
+            } else {
+                r.as_dquat().normalize()
+            },
+            if wv == v { state.linear_velocity } else { v.as_dvec3() },
+            if ww == w { state.angular_velocity } else { w.as_dvec3() },
+        ),
+        None => (t.as_dvec3(), r.as_dquat().normalize(), v.as_dvec3(), w.as_dvec3()),
+    }
+}
+
+pub(crate) fn prepare(
+    mut world: ResMut<PhysicsWorld>,
+    time: Res<Time<Fixed>>,
+    gravity: Res<Gravity>,
+    mut bodies: Query<BodyData>,
+    statics: Query<StaticColliderData, Without<RigidBody>>,
+) {
+    let start = Instant::now();
+    let world = &mut *world;
+    let dt = time.timestep().as_secs_f64();
+    world.dt = dt;
+    world.bodies.clear();
+    world.reported.begin_step();
+    let g = gravity.0.as_dvec3();
+    for mut body in bodies.iter_mut() {
+        let entity = body.entity;
+        let (translation, rotation, linear_velocity, angular_velocity) = start_state(&body);
+        if !(translation.is_finite() && rotation.is_finite() && rotation.length() > 0.5) {
+            world
+                .reported
+                .warn(entity, format!("has a non-finite transform ({:?})", body.transform));
+            continue;
+        }
+        if !(linear_velocity.is_finite() && angular_velocity.is_finite()) {
+            world.reported.warn(
+                entity,
+                format!("has a non-finite velocity ({linear_velocity}, {angular_velocity})"),
+            );
+            continue;
+        }
+        if let Some(reason) = body.collider.and_then(Collider::invalid_reason) {
+            world
+                .reported
+                .error(entity, format!("has an invalid collider: {reason}"));
+            continue;
+        }
+        let kind = *body.kind;
+        let (mass, local_center_of_mass, local_inertia) = if kind.is_dynamic() {
+            let density = body.density.map_or(1.0, |d| d.0);
+            match mass_properties(body.collider, density, body.overrides) {
+                Ok(props) => props,
+                Err(reason) => {
+                    world.reported.error(entity, reason);
+                    continue;
+                }
+            }
+        } else {
+            (0.0, DVec3::ZERO, DMat3::ZERO)
+        };
+        let (mut linear_impulse, mut angular_impulse) = (DVec3::ZERO, DVec3::ZERO);
+        if kind.is_dynamic() {
+            linear_impulse += g * (mass * dt);
+            if let Some(f) = body.force {
+                linear_impulse += f.force.as_dvec3() * dt;
+                angular_impulse += f.torque.as_dvec3() * dt;
+            }
+            if let Some(impulse) = body.impulse.as_deref_mut() {
+                linear_impulse += impulse.impulse.as_dvec3();
+                angular_impulse += impulse.angular_impulse.as_dvec3();
+                *impulse = ExternalImpulse::default();
+            }
+            if !(linear_impulse.is_finite() && angular_impulse.is_finite()) {
+                world
+                    .reported
+                    .warn(entity, "has a non-finite external force or impulse".to_string());
+                continue;
+            }
+        }
+        world.bodies.push(SimBody {
+            entity,
+            kind,
+            translation,
+            rotation,
+            linear_velocity: if kind == RigidBody::Static {
+                DVec3::ZERO
+            } else {
+                linear_velocity
+            },
+            angular_velocity: if kind == RigidBody::Static {
+                DVec3::ZERO
+            } else {
+                angular_velocity
+            },
+            local_center_of_mass,
+            mass,
+            local_inertia,
+            linear_impulse,
+            angular_impulse,
+            collider: body.collider.cloned(),
+            friction: body.friction.copied().unwrap_or_default(),
+            restitution: body.restitution.copied().unwrap_or_default(),
+        });
+    }
+    for (entity, collider, transform, friction, restitution) in &statics {
+        if let Some(reason) = collider.invalid_reason() {
+            world
+                .reported
+                .error(entity, format!("has an invalid collider: {reason}"));
+            continue;
+        }
+        if !(transform.translation.is_finite() && transform.rotation.is_finite()) {
+            world
+                .reported
+                .warn(entity, format!("has a non-finite transform ({transform:?})"));
+            continue;
+        }
+        world.bodies.push(SimBody {
+            entity,
+            kind: RigidBody::Static,
+            translation: transform.translation.as_dvec3(),
+            rotation: transform.rotation.as_dquat().normalize(),
+            linear_velocity: DVec3::ZERO,
+            angular_velocity: DVec3::ZERO,
+            local_center_of_mass: DVec3::ZERO,
+            mass: 0.0,
+            local_inertia: DMat3::ZERO,
+            linear_impulse: DVec3::ZERO,
+            angular_impulse: DVec3::ZERO,
+            collider: Some(collider.clone()),
+            friction: friction.copied().unwrap_or_default(),
+            restitution: restitution.copied().unwrap_or_default(),
+        });
+    }
+    // Query order follows storage, which moves when components are added; sort for determinism.
+    world.bodies.sort_by_key(|b| b.entity);
+    world.reported.end_step();
+    world.times.prepare = start.elapsed();
+}

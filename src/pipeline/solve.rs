@@ -1,0 +1,154 @@
+//! Stage 4: islands of the contact graph, each solved by the CANAL core.
+//!
+//! Owns the translation from simulation bodies and generated contacts into one
+//! [`StepProblem`] per island, the warm-start cache, and running the islands (in parallel on
+//! Bevy's compute task pool, or in order: the results are identical, each island being solved
+//! by its own solver from its own data). Does not move bodies: integration reads the solutions.
+
+use std::time::Instant;
+
+use bevy_ecs::prelude::*;
+use bevy_tasks::{ComputeTaskPool, TaskPool};
+
+use super::PhysicsWorld;
+use super::world::SimBody;
+use crate::resources::PhysicsSettings;
+use crate::solver::{ContactSide, Solution, SolveReport, Solver, SolverBody, SolverContact, StepProblem};
+
+/// One island's problem, solver and answer, reused step after step.
+#[derive(Default)]
+pub(crate) struct IslandSolver {
+    pub problem: StepProblem,
+    pub solver: Solver,
+    pub solution: Solution,
+    pub report: SolveReport,
+    /// Body index (in the step's bodies) of each problem body.
+    pub bodies: Vec<usize>,
+    /// Contact index (in the step's contacts) of each problem contact.
+    pub contacts: Vec<usize>,
+}
+
+/// Union–find over dynamic bodies.
+fn find(parent: &mut [usize], mut i: usize) -> usize {
+    while parent[i] != i {
+        parent[i] = parent[parent[i]];
+        i = parent[i];
+    }
+    i
+}
+
+fn solver_body(body: &SimBody) -> SolverBody {
+    SolverBody {
+        mass: body.mass,
+        inertia: body.world_inertia(),
+        center_of_mass: body.center_of_mass(),
+        linear_velocity: body.linear_velocity,
+        angular_velocity: body.angular_velocity,
+        linear_impulse: body.linear_impulse,
+        angular_impulse: body.angular_impulse,
+    }
+}
+
+pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettings>) {
+    let start = Instant::now();
+    let world = &mut *world;
+    let n = world.bodies.len();
+    // Islands: dynamic bodies joined by contacts between two dynamic bodies.
+    let mut parent: Vec<usize> = (0..n).collect();
+    for contact in &world.contacts {
+        let (a, b) = (contact.body1, contact.body2);
+        if world.bodies[a].kind.is_dynamic() && world.bodies[b].kind.is_dynamic() {
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            // The smaller index is the root: islands are then numbered in body order.
+            parent[ra.max(rb)] = ra.min(rb);
+        }
+    }
+    let mut island_of = vec![usize::MAX; n];
+    let mut count = 0;
+    for i in 0..n {
+        if world.bodies[i].kind.is_dynamic() {
+            let root = find(&mut parent, i);
+            if island_of[root] == usize::MAX {
+                island_of[root] = count;
+                count += 1;
+            }
+            island_of[i] = island_of[root];
+        }
+    }
+    if world.islands.len() < count {
+        world.islands.resize_with(count, IslandSolver::default);
+    }
+    world.island_count = count;
+    let mut local = vec![usize::MAX; n];
+    for island in &mut world.islands[..count] {
+        island.bodies.clear();
+        island.contacts.clear();
+        island.problem.bodies.clear();
+        island.problem.contacts.clear();
+        island.problem.dt = world.dt;
+        island.solver.settings = settings.solver;
+    }
+    for (i, body) in world.bodies.iter().enumerate() {
+        if let Some(island) = world.islands.get_mut(island_of[i]) {
+            local[i] = island.bodies.len();
+            island.bodies.push(i);
+            island.problem.bodies.push(solver_body(body));
+        }
+    }
+    for (c, contact) in world.contacts.iter().enumerate() {
+        let dynamic = [contact.body1, contact.body2]
+            .into_iter()
+            .find(|&b| world.bodies[b].kind.is_dynamic());
+        let Some(anchor) = dynamic else { continue };
+        let side = |b: usize| {
+            let body = &world.bodies[b];
+            if body.kind.is_dynamic() {
+                ContactSide::Body(local[b])
+            } else {
+                ContactSide::Fixed {
+                    velocity: body.point_velocity(contact.point),
+                }
+            }
+        };
+        let island = &mut world.islands[island_of[anchor]];
+        island.contacts.push(c);
+        island.problem.contacts.push(
+            SolverContact::new(
+                contact.id,
+                side(contact.body1),
+                side(contact.body2),
+                contact.point,
+                contact.normal,
+            )
+            .with_gap(contact.gap)
+            .with_friction(contact.friction.max(0.0))
+            .with_restitution(contact.restitution.clamp(0.0, 1.0)),
+        );
+    }
+    for island in &mut world.islands[..count] {
+        world.warm_start.apply(&mut island.problem.contacts);
+    }
+
+    let islands = &mut world.islands[..count];
+    let run = |island: &mut IslandSolver| {
+        island.report = island.solver.solve(&island.problem, &mut island.solution);
+    };
+    if settings.parallel_islands && islands.len() > 1 {
+        ComputeTaskPool::get_or_init(TaskPool::default).scope(|scope| {
+            for island in islands.iter_mut() {
+                scope.spawn(async move { run(island) });
+            }
+        });
+    } else {
+        islands.iter_mut().for_each(run);
+    }
+
+    for island in &world.islands[..count] {
+        // A step that found no solution is not a good guess for the next one.
+        if island.report.failure != Some(crate::solver::SolveFailure::NoSolution) {
+            world.warm_start.record(&island.problem.contacts, &island.solution);
+        }
+    }
+    world.warm_start.finish_step();
+    world.times.solve = start.elapsed();
+}

@@ -1,0 +1,121 @@
+//! The simulation's own state between and within steps: `f64` bodies, the broad- and
+//! narrow-phase caches, the contacts of this step and the island solvers.
+
+use std::collections::{HashMap, HashSet};
+
+use bevy_ecs::prelude::*;
+use bevy_math::{DMat3, DQuat, DVec3};
+use parry3d::math::Pose;
+
+use super::broad_phase::BroadPhase;
+use super::narrow_phase::{GeneratedContact, NarrowPhase};
+use super::solve::IslandSolver;
+use crate::components::{Collider, Friction, Restitution, RigidBody};
+use crate::resources::StageTimes;
+use crate::solver::WarmStartCache;
+
+/// One body as the step sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct SimBody {
+    pub entity: Entity,
+    pub kind: RigidBody,
+    /// Pose of the entity's origin.
+    pub translation: DVec3,
+    pub rotation: DQuat,
+    /// Velocities of the centre of mass.
+    pub linear_velocity: DVec3,
+    pub angular_velocity: DVec3,
+    /// Centre of mass in the body frame.
+    pub local_center_of_mass: DVec3,
+    pub mass: f64,
+    /// Inertia about the centre of mass in the body frame.
+    pub local_inertia: DMat3,
+    /// External impulse over the step, gravity included.
+    pub linear_impulse: DVec3,
+    pub angular_impulse: DVec3,
+    pub collider: Option<Collider>,
+    pub friction: Friction,
+    pub restitution: Restitution,
+}
+
+impl SimBody {
+    pub fn center_of_mass(&self) -> DVec3 {
+        self.translation + self.rotation * self.local_center_of_mass
+    }
+
+    pub fn world_inertia(&self) -> DMat3 {
+        let r = DMat3::from_quat(self.rotation);
+        let i = r * self.local_inertia * r.transpose();
+        (i + i.transpose()) * 0.5
+    }
+
+    /// The collider's pose for parry.
+    pub fn pose(&self) -> Pose {
+        Pose::from_parts(self.translation.as_vec3(), self.rotation.as_quat())
+    }
+
+    /// Velocity of the body's material point at `point`.
+    pub fn point_velocity(&self, point: DVec3) -> DVec3 {
+        self.linear_velocity + self.angular_velocity.cross(point - self.center_of_mass())
+    }
+}
+
+/// Messages already logged, so that a bad entity is named once, not every step.
+#[derive(Default)]
+pub(crate) struct Reported {
+    messages: HashMap<Entity, String>,
+    seen: HashSet<Entity>,
+}
+
+impl Reported {
+    /// Logs a warning (bad state: NaN poses or velocities) for `entity` unless it was the last
+    /// message logged for it.
+    pub fn warn(&mut self, entity: Entity, message: String) {
+        if self.is_new(entity, &message) {
+            tracing::warn!("bevy_canal: entity {entity} {message}; it is left out of the physics step");
+        }
+    }
+
+    /// Logs an error (bad setup: sizes, densities, masses) for `entity` unless it was the last
+    /// message logged for it.
+    pub fn error(&mut self, entity: Entity, message: String) {
+        if self.is_new(entity, &message) {
+            tracing::error!("bevy_canal: entity {entity} {message}; it is ignored by physics");
+        }
+    }
+
+    fn is_new(&mut self, entity: Entity, message: &str) -> bool {
+        self.seen.insert(entity);
+        let new = self.messages.get(&entity).map(String::as_str) != Some(message);
+        if new {
+            self.messages.insert(entity, message.to_string());
+        }
+        new
+    }
+
+    /// Starts a step: entities not reported during it are forgotten by [`Self::end_step`].
+    pub fn begin_step(&mut self) {
+        self.seen.clear();
+    }
+
+    pub fn end_step(&mut self) {
+        let seen = &self.seen;
+        self.messages.retain(|entity, _| seen.contains(entity));
+    }
+}
+
+#[derive(Resource, Default)]
+pub(crate) struct PhysicsWorld {
+    pub dt: f64,
+    pub bodies: Vec<SimBody>,
+    pub broad_phase: BroadPhase,
+    /// Candidate pairs of body indices, `a < b`, sorted.
+    pub pairs: Vec<(usize, usize)>,
+    pub narrow_phase: NarrowPhase,
+    pub contacts: Vec<GeneratedContact>,
+    pub islands: Vec<IslandSolver>,
+    pub island_count: usize,
+    pub warm_start: WarmStartCache,
+    pub reported: Reported,
+    pub times: StageTimes,
+}

@@ -1,0 +1,103 @@
+//! Stage 6: write the step's result back to the ECS — `Transform`, velocities, the `f64`
+//! [`PreciseState`] — and publish [`Contacts`] and [`SolverStats`].
+
+use std::time::Instant;
+
+use bevy_ecs::prelude::*;
+use bevy_transform::components::Transform;
+
+use super::PhysicsWorld;
+use crate::components::{AngularVelocity, LinearVelocity, PreciseState, RigidBody};
+use crate::resources::{ContactPair, ContactPoint, Contacts, SolverStats};
+
+/// What a step writes on each moving body.
+type MovedBody = (
+    &'static mut Transform,
+    &'static mut LinearVelocity,
+    &'static mut AngularVelocity,
+    &'static mut PreciseState,
+);
+
+pub(crate) fn write_back(
+    mut world: ResMut<PhysicsWorld>,
+    mut stats: ResMut<SolverStats>,
+    mut contacts: ResMut<Contacts>,
+    mut bodies: Query<MovedBody, With<RigidBody>>,
+) {
+    let start = Instant::now();
+    let world = &mut *world;
+    for body in world.bodies.iter().filter(|b| b.kind != RigidBody::Static) {
+        let Ok((mut transform, mut linear, mut angular, mut state)) = bodies.get_mut(body.entity) else {
+            continue;
+        };
+        transform.translation = body.translation.as_vec3();
+        transform.rotation = body.rotation.as_quat();
+        linear.0 = body.linear_velocity.as_vec3();
+        angular.0 = body.angular_velocity.as_vec3();
+        *state = PreciseState {
+            translation: body.translation,
+            rotation: body.rotation,
+            linear_velocity: body.linear_velocity,
+            angular_velocity: body.angular_velocity,
+            written: Some((transform.translation, transform.rotation, linear.0, angular.0)),
+        };
+    }
+
+    contacts.pairs.clear();
+    let mut impulses = vec![None; world.contacts.len()];
+    for island in &world.islands[..world.island_count] {
+        for (k, &c) in island.contacts.iter().enumerate() {
+            impulses[c] = Some(island.solution.impulses[k]);
+        }
+    }
+    for (c, contact) in world.contacts.iter().enumerate() {
+        let (e1, e2) = (world.bodies[contact.body1].entity, world.bodies[contact.body2].entity);
+        if contacts.pairs.last().is_none_or(|p| (p.entity1, p.entity2) != (e1, e2)) {
+            contacts.pairs.push(ContactPair {
+                entity1: e1,
+                entity2: e2,
+                points: Vec::new(),
+            });
+        }
+        let impulse = impulses[c].unwrap_or_default();
+        contacts
+            .pairs
+            .last_mut()
+            .expect("pushed above")
+            .points
+            .push(ContactPoint {
+                point: contact.point.as_vec3(),
+                normal: contact.normal.as_vec3(),
+                penetration: -contact.gap as f32,
+                normal_impulse: impulse.normal as f32,
+                impulse: impulse.world.as_vec3(),
+            });
+    }
+
+    let reports = world.islands[..world.island_count].iter().map(|i| &i.report);
+    let mut summary = SolverStats {
+        bodies: world.bodies.iter().filter(|b| b.kind.is_dynamic()).count(),
+        contacts: world.contacts.len(),
+        islands: world.island_count,
+        converged: true,
+        ..Default::default()
+    };
+    for report in reports {
+        summary.outer_iterations += report.outer_iterations;
+        summary.newton_iterations += report.newton_iterations;
+        summary.ncp_residual = summary.ncp_residual.max(report.ncp_residual);
+        summary.feasibility_residual = summary.feasibility_residual.max(report.feasibility_residual);
+        summary.converged &= report.converged;
+    }
+    if !summary.converged && stats.converged {
+        tracing::warn!(
+            "bevy_canal: the solver did not converge this step (NCP residual {:.1e} m/s, feasibility {:.1e} m/s); \
+             the step completed with its best iterate",
+            summary.ncp_residual,
+            summary.feasibility_residual
+        );
+    }
+    world.times.write_back = start.elapsed();
+    summary.times = world.times;
+    *stats = summary;
+}

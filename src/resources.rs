@@ -1,0 +1,133 @@
+//! World-wide settings and what each step reports: gravity, solver settings, solver statistics
+//! and the contacts with the impulses the solver applied.
+
+use std::time::Duration;
+
+use bevy_ecs::prelude::*;
+use bevy_math::Vec3;
+use bevy_reflect::prelude::*;
+
+use crate::solver::SolverSettings;
+
+/// Gravitational acceleration, m/s² (default `(0, −9.81, 0)`).
+#[derive(Resource, Reflect, Clone, Copy, Debug, PartialEq)]
+#[reflect(Resource, Default, Debug, PartialEq)]
+pub struct Gravity(pub Vec3);
+
+impl Default for Gravity {
+    fn default() -> Self {
+        Self(Vec3::new(0.0, -9.81, 0.0))
+    }
+}
+
+/// How the physics step runs.
+#[derive(Resource, Clone, Copy, Debug, PartialEq)]
+pub struct PhysicsSettings {
+    /// Tolerances, budgets and penalties of the CANAL solver (see [`SolverSettings`]).
+    pub solver: SolverSettings,
+    /// Contacts are generated for shapes closer than this, m, plus the distance the two bodies
+    /// can close within one step: the solver then lets them touch, not pass (speculative contact).
+    pub contact_margin: f32,
+    /// Solve islands on Bevy's compute task pool. The results are the same as in serial.
+    pub parallel_islands: bool,
+}
+
+impl Default for PhysicsSettings {
+    fn default() -> Self {
+        Self {
+            solver: SolverSettings::default(),
+            contact_margin: 0.02,
+            parallel_islands: true,
+        }
+    }
+}
+
+/// Wall time of each stage of the last step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StageTimes {
+    /// Reading bodies and colliders from the world.
+    pub prepare: Duration,
+    /// Finding pairs of overlapping bounding boxes.
+    pub broad_phase: Duration,
+    /// Computing contact manifolds.
+    pub narrow_phase: Duration,
+    /// Building islands and solving them.
+    pub solve: Duration,
+    /// Advancing poses.
+    pub integrate: Duration,
+    /// Writing transforms, velocities and contacts back.
+    pub write_back: Duration,
+}
+
+/// Solver statistics of the last step, MuJoCo-style: every step says how well it was solved.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq)]
+pub struct SolverStats {
+    /// Dynamic bodies simulated.
+    pub bodies: usize,
+    /// Contact points handed to the solver.
+    pub contacts: usize,
+    /// Islands solved.
+    pub islands: usize,
+    /// Outer (augmented-Lagrangian) iterations, summed over islands.
+    pub outer_iterations: u32,
+    /// Newton iterations, summed over islands.
+    pub newton_iterations: u32,
+    /// Worst island's NCP residual, m/s.
+    pub ncp_residual: f64,
+    /// Worst island's feasibility residual, m/s.
+    pub feasibility_residual: f64,
+    /// Every island converged.
+    pub converged: bool,
+    /// Wall time per stage.
+    pub times: StageTimes,
+}
+
+/// One contact point of a pair, with what the solver did there.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactPoint {
+    /// World position (midway between the two surfaces), m.
+    pub point: Vec3,
+    /// Unit normal, world frame, pointing from `entity2` towards `entity1`.
+    pub normal: Vec3,
+    /// Penetration depth, m (negative: a gap, a speculative contact).
+    pub penetration: f32,
+    /// Normal impulse on `entity1` over the step, N·s (≥ 0).
+    pub normal_impulse: f32,
+    /// Whole impulse on `entity1` over the step, world frame, N·s; `entity2` receives its
+    /// opposite. Divide by the time step for the contact force.
+    pub impulse: Vec3,
+}
+
+/// The contacts of one colliding pair of entities.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContactPair {
+    /// First entity.
+    pub entity1: bevy_ecs::entity::Entity,
+    /// Second entity.
+    pub entity2: bevy_ecs::entity::Entity,
+    /// The points.
+    pub points: Vec<ContactPoint>,
+}
+
+impl ContactPair {
+    /// Sum of the impulses on `entity1`, N·s.
+    pub fn total_impulse(&self) -> Vec3 {
+        self.points.iter().map(|p| p.impulse).sum()
+    }
+}
+
+/// Every colliding pair of the last step with its contact points and impulses.
+#[derive(Resource, Clone, Debug, Default, PartialEq)]
+pub struct Contacts {
+    /// Pairs, ordered by entity.
+    pub pairs: Vec<ContactPair>,
+}
+
+impl Contacts {
+    /// The pairs involving `entity`.
+    pub fn of(&self, entity: bevy_ecs::entity::Entity) -> impl Iterator<Item = &ContactPair> {
+        self.pairs
+            .iter()
+            .filter(move |p| p.entity1 == entity || p.entity2 == entity)
+    }
+}
