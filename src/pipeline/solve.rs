@@ -5,12 +5,15 @@
 //! Bevy's compute task pool, or in order: the results are identical, each island being solved
 //! by its own solver from its own data). Does not move bodies: integration reads the solutions.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use bevy_ecs::prelude::*;
+use bevy_math::DVec3;
 use bevy_tasks::{ComputeTaskPool, TaskPool};
 
 use super::PhysicsWorld;
+use super::narrow_phase::GeneratedContact;
 use super::world::SimBody;
 use crate::resources::PhysicsSettings;
 use crate::solver::{ContactSide, Solution, SolveReport, Solver, SolverBody, SolverContact, StepProblem};
@@ -47,6 +50,41 @@ fn solver_body(body: &SimBody) -> SolverBody {
         linear_impulse: body.linear_impulse,
         angular_impulse: body.angular_impulse,
     }
+}
+
+/// Gaps below this count as touching, m: a speculative contact ends its step at gap ≈ 0 up to
+/// `f32` round-off of the shapes' poses.
+const TOUCHING: f64 = 1e-5;
+
+/// The speed a contact was struck with, for restitution. A speculative contact that closes
+/// within this step is braked by the solver to arrive exactly; its free normal velocity at the
+/// end of the step is remembered, and the next step, now touching, rebounds from it.
+fn impact_velocity(
+    bodies: &[SimBody],
+    impacts: &HashMap<u64, f64>,
+    impacts_next: &mut HashMap<u64, f64>,
+    dt: f64,
+    contact: &GeneratedContact,
+) -> Option<f64> {
+    let (b1, b2) = (&bodies[contact.body1], &bodies[contact.body2]);
+    let normal_velocity = contact
+        .normal
+        .dot(b1.point_velocity(contact.point) - b2.point_velocity(contact.point));
+    let free_change = |b: &SimBody| {
+        if b.kind.is_dynamic() {
+            b.linear_impulse / b.mass
+        } else {
+            DVec3::ZERO
+        }
+    };
+    let free = normal_velocity + contact.normal.dot(free_change(b1) - free_change(b2));
+    if contact.gap > TOUCHING {
+        if contact.restitution > 0.0 && contact.gap + free * dt < 0.0 {
+            impacts_next.insert(contact.id, free);
+        }
+        return None;
+    }
+    impacts.get(&contact.id).map(|&struck| struck.min(normal_velocity))
 }
 
 pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettings>) {
@@ -95,11 +133,19 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
             island.problem.bodies.push(solver_body(body));
         }
     }
+    world.impacts_next.clear();
     for (c, contact) in world.contacts.iter().enumerate() {
         let dynamic = [contact.body1, contact.body2]
             .into_iter()
             .find(|&b| world.bodies[b].kind.is_dynamic());
         let Some(anchor) = dynamic else { continue };
+        let impact = impact_velocity(
+            &world.bodies,
+            &world.impacts,
+            &mut world.impacts_next,
+            world.dt,
+            contact,
+        );
         let side = |b: usize| {
             let body = &world.bodies[b];
             if body.kind.is_dynamic() {
@@ -122,7 +168,8 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
             )
             .with_gap(contact.gap)
             .with_friction(contact.friction.max(0.0))
-            .with_restitution(contact.restitution.clamp(0.0, 1.0)),
+            .with_restitution(contact.restitution.clamp(0.0, 1.0))
+            .with_impact_velocity(impact),
         );
     }
     for island in &mut world.islands[..count] {
@@ -150,5 +197,6 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
         }
     }
     world.warm_start.finish_step();
+    std::mem::swap(&mut world.impacts, &mut world.impacts_next);
     world.times.solve = start.elapsed();
 }

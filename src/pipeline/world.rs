@@ -116,6 +116,9 @@ pub(crate) struct PhysicsWorld {
     pub islands: Vec<IslandSolver>,
     pub island_count: usize,
     pub warm_start: WarmStartCache,
+    /// Impact speeds of contacts that closed speculatively last step, by contact id.
+    pub impacts: HashMap<u64, f64>,
+    pub impacts_next: HashMap<u64, f64>,
     pub reported: Reported,
     pub times: StageTimes,
 }

@@ -139,7 +139,8 @@ impl Assembled {
                 && contact.gap.is_finite()
                 && contact.friction.is_finite()
                 && contact.friction >= 0.0
-                && (0.0..=1.0).contains(&contact.restitution);
+                && (0.0..=1.0).contains(&contact.restitution)
+                && contact.impact_velocity.is_none_or(f64::is_finite);
             if !(frame_ok && scalars_ok) {
                 return Err(InvalidInput::Contact(ci));
             }
@@ -185,7 +186,8 @@ impl Assembled {
             } else {
                 (settings.erp * gap / dt).max(-settings.max_push_out_speed)
             };
-            if gap <= 0.0 {
+            let approach = contact.impact_velocity.or((gap <= 0.0).then_some(approach));
+            if let Some(approach) = approach {
                 e_n += contact.restitution * approach.min(0.0);
             }
             if let [Some(a), Some(b)] = &sides {

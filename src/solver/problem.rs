@@ -110,6 +110,12 @@ pub struct SolverContact {
     pub restitution: f64,
     /// The impulse this contact carried last step, world frame, N·s: the warm start.
     pub warm_impulse: Option<DVec3>,
+    /// Normal velocity (m/s, negative when closing) with which this contact was struck, when the
+    /// caller knows it better than the step-start velocity: a contact that was speculative last
+    /// step, where the solver braked the bodies to touch exactly, had its true impact speed
+    /// before that. Restitution then rebounds from this speed whatever the gap. `None`: a
+    /// touching contact (gap ≤ 0) rebounds from its step-start normal velocity.
+    pub impact_velocity: Option<f64>,
 }
 
 impl SolverContact {
@@ -126,6 +132,7 @@ impl SolverContact {
             friction: 0.5,
             restitution: 0.0,
             warm_impulse: None,
+            impact_velocity: None,
         }
     }
 
@@ -144,6 +151,12 @@ impl SolverContact {
     /// The same contact with explicit tangents (orthonormal to the normal and to each other).
     pub fn with_tangents(mut self, t1: DVec3, t2: DVec3) -> Self {
         self.tangents = Some((t1, t2));
+        self
+    }
+
+    /// The same contact with a known impact velocity (see [`Self::impact_velocity`]).
+    pub fn with_impact_velocity(mut self, impact_velocity: Option<f64>) -> Self {
+        self.impact_velocity = impact_velocity;
         self
     }
 

@@ -1,0 +1,298 @@
+//! The plugin end to end against analytic answers (issue: CanalPhysicsPlugin end to end).
+
+mod app;
+
+use app::*;
+use bevy_canal::prelude::*;
+use bevy_math::DVec3;
+
+#[test]
+fn free_fall_is_the_semi_implicit_euler_closed_form() {
+    let mut app = app(60.0);
+    let h = dt(&app);
+    let v0 = DVec3::new(1.0, 2.0, -0.5);
+    let body = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::sphere(0.25),
+            Transform::from_xyz(0.0, 10.0, 0.0),
+            LinearVelocity(v0.as_vec3()),
+        ))
+        .id();
+    let n = 90;
+    step(&mut app, n);
+    // v_k = v0 + k g h, x_n = x0 + h Σ_{k=1..n} v_k = x0 + n h v0 + g h² n(n+1)/2.
+    let g = Gravity::default().0.as_dvec3();
+    let nf = n as f64;
+    let expected =
+        DVec3::new(0.0, 10.0, 0.0) + v0.as_vec3().as_dvec3() * (nf * h) + g * (h * h * nf * (nf + 1.0) / 2.0);
+    let state = precise(&app, body);
+    assert!(
+        (state.translation - expected).length() < 1e-12,
+        "{} vs {expected}",
+        state.translation
+    );
+    let v = v0.as_vec3().as_dvec3() + g * (nf * h);
+    assert!((state.linear_velocity - v).length() < 1e-12);
+    assert!((transform(&app, body).translation - expected.as_vec3()).length() < 1e-5);
+    assert_eq!(stats(&app).contacts, 0);
+}
+
+#[test]
+fn a_box_resting_on_the_ground_stays_put_for_ten_seconds() {
+    let mut app = app(60.0);
+    ground(&mut app, 10.0, 0.5);
+    let cube = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.0, 1.0, 1.0),
+            Transform::from_xyz(0.0, 0.5, 0.0),
+        ))
+        .id();
+    step(&mut app, 600);
+    let state = precise(&app, cube);
+    let moved = (state.translation - DVec3::new(0.0, 0.5, 0.0)).length();
+    println!("resting box moved {moved:e} m in 10 s");
+    assert!(moved < 1e-6, "moved {moved} m");
+    let stats = stats(&app);
+    assert!(stats.converged && stats.contacts == 4, "{stats:?}");
+}
+
+/// A box on a slope of `degrees` with μ = `mu` (both surfaces), released at rest; returns its
+/// displacement along the slope after `seconds`, the number of steps and the time step.
+fn slide_on_slope(degrees: f64, mu: f32, seconds: f64) -> (f64, usize, f64) {
+    let mut app = app(60.0);
+    let theta = degrees.to_radians();
+    let rotation = Quat::from_rotation_z(theta as f32);
+    // The slab's top face passes through the origin, tilted about z: downhill is −x along it.
+    let down = (rotation * Vec3::NEG_X).as_dvec3();
+    let up = (rotation * Vec3::Y).as_dvec3();
+    app.world_mut().spawn((
+        RigidBody::Static,
+        Collider::cuboid(40.0, 1.0, 10.0),
+        Friction::new(mu),
+        Transform::from_translation((up * -0.5).as_vec3()).with_rotation(rotation),
+    ));
+    let start = up * 0.5;
+    let cube = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.0, 1.0, 1.0),
+            Friction::new(mu),
+            Transform::from_translation(start.as_vec3()).with_rotation(rotation),
+        ))
+        .id();
+    let steps = (seconds * 60.0).round() as usize;
+    step(&mut app, steps);
+    let state = precise(&app, cube);
+    ((state.translation - start).dot(down), steps, dt(&app))
+}
+
+#[test]
+fn a_box_slides_down_a_slope_with_the_coulomb_acceleration() {
+    let (theta, mu) = (30.0_f64, 0.5);
+    let (distance, steps, h) = slide_on_slope(theta, mu as f32, 2.0);
+    let a = G * (theta.to_radians().sin() - mu * theta.to_radians().cos());
+    // Semi-implicit Euler from rest: s_n = a h² n(n+1)/2.
+    let n = steps as f64;
+    let expected = a * h * h * n * (n + 1.0) / 2.0;
+    let error = (distance - expected).abs() / expected;
+    println!(
+        "slid {distance:.6} m in {steps} steps, expected {expected:.6} m ({:.4}%)",
+        error * 100.0
+    );
+    assert!(
+        error < 0.005,
+        "slid {distance} m, expected {expected} m ({:.3}%)",
+        error * 100.0
+    );
+}
+
+#[test]
+fn a_box_sticks_on_a_slope_below_the_friction_angle() {
+    let (distance, _, _) = slide_on_slope(30.0, 0.7, 5.0);
+    println!("crept {distance:e} m in 5 s");
+    assert!(distance.abs() < 1e-6, "crept {distance} m");
+}
+
+#[test]
+fn a_sliding_box_stops_after_the_coulomb_distance() {
+    let (v0, mu) = (10.0_f64, 0.3_f64);
+    let mut app = app(60.0);
+    ground(&mut app, 80.0, mu as f32);
+    let cube = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.0, 1.0, 1.0),
+            Friction::new(mu as f32),
+            Transform::from_xyz(-30.0, 0.5, 0.0),
+            LinearVelocity(Vec3::new(v0 as f32, 0.0, 0.0)),
+        ))
+        .id();
+    step(&mut app, 300);
+    let state = precise(&app, cube);
+    let distance = state.translation.x + 30.0;
+    let analytic = v0 * v0 / (2.0 * mu * G);
+    println!("stopped after {distance:.5} m, v0²/(2μg) = {analytic:.5} m");
+    assert!(
+        state.linear_velocity.length() < 1e-6,
+        "still moving: {}",
+        state.linear_velocity
+    );
+    assert!(
+        (distance - analytic).abs() / analytic < 0.01,
+        "stopped after {distance} m, v0²/(2μg) = {analytic} m"
+    );
+}
+
+#[test]
+fn a_ten_box_stack_keeps_its_height() {
+    let mut app = app(60.0);
+    ground(&mut app, 10.0, 0.5);
+    let boxes: Vec<_> = (0..10)
+        .map(|i| {
+            app.world_mut()
+                .spawn((
+                    RigidBody::Dynamic,
+                    Collider::cuboid(1.0, 1.0, 1.0),
+                    Transform::from_xyz(0.0, 0.5 + i as f32, 0.0),
+                ))
+                .id()
+        })
+        .collect();
+    let mut worst = 0.0_f64;
+    for _ in 0..60 {
+        step(&mut app, 10);
+        let top = precise(&app, boxes[9]).translation;
+        worst = worst.max((top - DVec3::new(0.0, 9.5, 0.0)).length());
+    }
+    println!("top box's largest displacement in 10 s: {worst:e} m");
+    assert!(worst < 1e-3, "the top box moved {worst} m");
+    assert!(stats(&app).converged, "{:?}", stats(&app));
+}
+
+#[test]
+fn a_ball_rebounds_to_e_squared_of_its_drop_height() {
+    // 240 Hz: semi-implicit Euler's own ballistic error, O(g h / v), stays well below 2%.
+    let (e, h0, radius) = (0.7_f64, 2.0_f64, 0.1_f32);
+    let mut app = app(240.0);
+    app.world_mut().spawn((
+        RigidBody::Static,
+        Collider::cuboid(10.0, 1.0, 10.0),
+        Restitution::new(e as f32),
+        Transform::from_xyz(0.0, -0.5, 0.0),
+    ));
+    let ball = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::sphere(radius),
+            Restitution::new(e as f32),
+            Transform::from_xyz(0.0, radius + h0 as f32, 0.0),
+        ))
+        .id();
+    let mut bounced = false;
+    let mut peak = 0.0_f64;
+    for _ in 0..(4 * 240) {
+        step(&mut app, 1);
+        let state = precise(&app, ball);
+        if state.linear_velocity.y > 0.0 {
+            bounced = true;
+        }
+        if bounced {
+            peak = peak.max(state.translation.y - radius as f64);
+            if state.linear_velocity.y < 0.0 {
+                break;
+            }
+        }
+    }
+    let expected = e * e * h0;
+    println!("rebounded to {peak:.5} m, e²h₀ = {expected:.5} m");
+    assert!(bounced, "the ball never bounced");
+    assert!(
+        (peak - expected).abs() / expected < 0.02,
+        "rebounded to {peak} m, e²h₀ = {expected} m"
+    );
+}
+
+#[test]
+fn a_box_rides_a_moving_kinematic_platform() {
+    let mut app = app(60.0);
+    let speed = 1.0;
+    let platform = app
+        .world_mut()
+        .spawn((
+            RigidBody::Kinematic,
+            Collider::cuboid(20.0, 1.0, 20.0),
+            Transform::from_xyz(0.0, -0.5, 0.0),
+            LinearVelocity(Vec3::new(speed, 0.0, 0.0)),
+        ))
+        .id();
+    let cube = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.0, 1.0, 1.0),
+            Transform::from_xyz(0.0, 0.5, 0.0),
+        ))
+        .id();
+    step(&mut app, 120);
+    let platform_x = precise(&app, platform).translation.x;
+    let state = precise(&app, cube);
+    let travelled = speed as f64 * 120.0 * dt(&app);
+    assert!(
+        (platform_x - travelled).abs() < 1e-9,
+        "the platform moved to {platform_x}"
+    );
+    // The box slips, accelerated by μg, until it matches the platform's speed, lagging by
+    // v²/(2μg); then static friction carries it along.
+    assert!(
+        (state.linear_velocity.x - speed as f64).abs() < 1e-6,
+        "{}",
+        state.linear_velocity
+    );
+    let lag = platform_x - state.translation.x;
+    let expected = (speed * speed) as f64 / (2.0 * 0.5 * G);
+    println!("box lags the platform by {lag:.5} m, v²/(2μg) = {expected:.5} m");
+    assert!((lag - expected).abs() < 0.01, "lag {lag} m, v²/(2μg) = {expected} m");
+    assert!((state.translation.y - 0.5).abs() < 1e-4);
+}
+
+#[test]
+fn identical_apps_step_bit_identically() {
+    let run = || {
+        let mut app = app(60.0);
+        ground(&mut app, 20.0, 0.5);
+        let mut entities = Vec::new();
+        for i in 0..12 {
+            let x = (i % 4) as f32 * 1.1 - 1.5;
+            let y = 0.6 + (i / 4) as f32 * 1.2;
+            entities.push(
+                app.world_mut()
+                    .spawn((
+                        RigidBody::Dynamic,
+                        Collider::cuboid(1.0, 1.0, 1.0),
+                        Transform::from_xyz(x, y, 0.1 * i as f32).with_rotation(Quat::from_rotation_y(0.1 * i as f32)),
+                    ))
+                    .id(),
+            );
+        }
+        step(&mut app, 120);
+        entities.iter().map(|&e| transform(&app, e)).collect::<Vec<_>>()
+    };
+    let (a, b) = (run(), run());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(
+            x.translation.to_array().map(f32::to_bits),
+            y.translation.to_array().map(f32::to_bits)
+        );
+        assert_eq!(
+            x.rotation.to_array().map(f32::to_bits),
+            y.rotation.to_array().map(f32::to_bits)
+        );
+    }
+}
