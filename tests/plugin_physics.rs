@@ -296,3 +296,65 @@ fn identical_apps_step_bit_identically() {
         );
     }
 }
+
+#[test]
+fn contacts_report_the_impulses_that_hold_a_box_up() {
+    let mut app = app(60.0);
+    ground(&mut app, 10.0, 0.5);
+    let cube = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.0, 2.0, 1.0),
+            ColliderDensity(3.0),
+            Transform::from_xyz(0.0, 1.0, 0.0),
+        ))
+        .id();
+    step(&mut app, 30);
+    let contacts = app.world().resource::<Contacts>();
+    let pairs: Vec<_> = contacts.of(cube).collect();
+    assert_eq!(pairs.len(), 1);
+    assert_eq!(pairs[0].points.len(), 4, "a box on a plane is a four-point patch");
+    // The impulse on the box (entity1 or entity2) over a step is its weight times the step.
+    let sign = if pairs[0].entity1 == cube { 1.0 } else { -1.0 };
+    let total = sign * pairs[0].total_impulse().y as f64;
+    let weight_impulse = 3.0 * 2.0 * G * dt(&app);
+    assert!(
+        (total - weight_impulse).abs() < 1e-5 * weight_impulse,
+        "{total} vs {weight_impulse}"
+    );
+    for point in &pairs[0].points {
+        assert!(
+            point.normal_impulse > 0.0 && point.penetration.abs() < 1e-4,
+            "{point:?}"
+        );
+    }
+}
+
+#[test]
+fn parallel_islands_give_the_serial_result() {
+    let run = |parallel: bool| {
+        let mut app = app(60.0);
+        app.insert_resource(PhysicsSettings {
+            parallel_islands: parallel,
+            ..Default::default()
+        });
+        ground(&mut app, 40.0, 0.5);
+        let boxes: Vec<_> = (0..16)
+            .map(|i| {
+                let (x, y) = ((i % 8) as f32 * 3.0 - 10.0, 0.6 + (i / 8) as f32 * 1.1);
+                app.world_mut()
+                    .spawn((
+                        RigidBody::Dynamic,
+                        Collider::cuboid(1.0, 1.0, 1.0),
+                        Transform::from_xyz(x, y, 0.0).with_rotation(Quat::from_rotation_z(0.05 * i as f32)),
+                    ))
+                    .id()
+            })
+            .collect();
+        step(&mut app, 60);
+        assert!(stats(&app).islands > 1);
+        boxes.iter().map(|&b| transform(&app, b)).collect::<Vec<_>>()
+    };
+    assert_eq!(run(true), run(false));
+}
