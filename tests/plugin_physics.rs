@@ -358,3 +358,38 @@ fn parallel_islands_give_the_serial_result() {
     };
     assert_eq!(run(true), run(false));
 }
+
+#[test]
+fn the_plugin_steps_once_per_fixed_tick_from_the_main_loop() {
+    use bevy_time::TimeUpdateStrategy;
+    let mut app = app(60.0);
+    // Each frame advances virtual time by exactly one fixed step.
+    let step = std::time::Duration::from_nanos((dt(&app) * 1e9).round() as u64);
+    app.insert_resource(TimeUpdateStrategy::ManualDuration(step));
+    let ball = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::sphere(0.5),
+            Transform::from_xyz(0.0, 10.0, 0.0),
+        ))
+        .id();
+    for _ in 0..31 {
+        app.update();
+    }
+    // The first update only starts the clock; each later one runs one fixed tick.
+    let h = dt(&app);
+    let g = -Gravity::default().0.y as f64;
+    let expected = 10.0 - g * h * h * 30.0 * 31.0 / 2.0;
+    let y = precise(&app, ball).translation.y;
+    assert!(
+        (y - expected).abs() < 1e-9,
+        "ball at {y}, expected {expected} after 30 ticks"
+    );
+    // Transform propagation ran after physics in the same frame.
+    let global = app
+        .world()
+        .get::<bevy_transform::components::GlobalTransform>(ball)
+        .unwrap();
+    assert_eq!(global.translation(), transform(&app, ball).translation);
+}
