@@ -36,6 +36,7 @@ fn point_mass_on_ground(velocity: DVec3, mu: f64) -> StepProblem {
         bodies: vec![body],
         contacts: vec![contact],
         dt: DT,
+        ..Default::default()
     }
 }
 
@@ -135,6 +136,7 @@ fn box_wedged_between_penetrating_walls_has_no_solution() {
         bodies: vec![body],
         contacts: vec![wall(0, -0.5, DVec3::X), wall(1, 0.5, DVec3::NEG_X)],
         dt: DT,
+        ..Default::default()
     };
     let (report, solution, _) = solve(&problem, SolverSettings::default());
     assert!(!report.converged);
@@ -404,6 +406,7 @@ fn a_spinning_box_landing_on_four_sliding_contacts_converges() {
         bodies: vec![body],
         contacts,
         dt: 0.016666667,
+        ..Default::default()
     };
     let (report, _, _) = solve(&problem, SolverSettings::default());
     assert!(report.converged, "{report:?}");

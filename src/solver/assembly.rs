@@ -2,13 +2,16 @@
 //!
 //! Builds the block-diagonal `A`, the right-hand side `b`, each contact's 3×6 Jacobian blocks, its
 //! bias `e` (speculative gap, capped push-out, restitution, the fixed side's velocity), its
-//! effective normal mass, and the list of body pairs that couple the Newton systems. Validates
-//! the input on the way. Knows nothing of iterations or factorizations.
+//! effective normal mass, and the list of body pairs that couple the Newton systems. Joint blocks
+//! become the same kind of 3-row block with their own set `K` (design note §6), so everything
+//! downstream treats contacts and joints alike. Validates the input on the way. Knows nothing of
+//! iterations or factorizations.
 
 use glam::DVec3;
 use nalgebra::{DVector, Matrix3, Matrix3x6, Vector3, Vector6};
 
-use super::problem::{ContactSide, StepProblem};
+use super::cone::Cone;
+use super::problem::{ConstraintRows, ContactSide, SolverConstraint, StepProblem};
 use super::report::InvalidInput;
 use super::settings::SolverSettings;
 
@@ -32,20 +35,31 @@ pub(crate) struct JacobianBlock {
     pub jac: Matrix3x6<f64>,
 }
 
+/// Where an assembled block came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Index in the problem's contacts.
+    Contact(usize),
+    /// Index in the problem's constraints.
+    Constraint(usize),
+}
+
+/// A 3-row block: a contact or a joint block.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AssembledContact {
     pub sides: [Option<JacobianBlock>; 2],
     /// Bias `e` of `w = J v + e`, before the de Saxcé shift.
     pub bias: Vector3<f64>,
-    pub mu: f64,
-    /// Effective normal mass `1 / (n J A⁻¹ Jᵀ n)`, kg.
+    /// The set the block's impulse lies in.
+    pub cone: Cone,
+    /// Effective mass of the first row `1 / (J₀ A⁻¹ J₀ᵀ)`, kg (kg·m² on angular rows).
     pub mass: f64,
-    /// World directions of the rows `(n, t₁, t₂)`.
+    /// World directions of the rows `(n, t₁, t₂)` (of a contact; unused on joint blocks).
     pub frame: [DVec3; 3],
     /// Index into [`Assembled::pairs`] when both sides are dynamic.
     pub pair: Option<usize>,
-    /// Index in the problem's contact list (contacts between two fixed sides are dropped).
-    pub source: usize,
+    /// The problem's contact or constraint (blocks between two fixed sides are dropped).
+    pub source: Source,
 }
 
 /// The assembled step, reused across solves to keep the hot loop allocation-free.
@@ -66,6 +80,16 @@ fn side_jacobian(com: DVec3, point: DVec3, frame: &[DVec3; 3], sign: f64) -> Mat
         for k in 0..3 {
             jac[(row, k)] = sign * d[k];
             jac[(row, 3 + k)] = sign * angular[k];
+        }
+    }
+    jac
+}
+
+fn angular_jacobian(axes: &[DVec3; 3], sign: f64) -> Matrix3x6<f64> {
+    let mut jac = Matrix3x6::zeros();
+    for (row, a) in axes.iter().enumerate() {
+        for k in 0..3 {
+            jac[(row, 3 + k)] = sign * a[k];
         }
     }
     jac
@@ -169,12 +193,13 @@ impl Assembled {
             {
                 return Err(InvalidInput::Contact(ci));
             }
-            let mut inv_mass = 0.0;
+            let inv_mass = self.first_row_inverse_mass(&sides);
             let mut approach = fixed_velocity.x;
             for side in sides.iter().flatten() {
-                let row = side.jac.row(0).transpose();
-                inv_mass += row.dot(&self.apply_inverse_block(side.body, &row));
-                approach += row.dot(&velocity.fixed_rows::<6>(6 * side.body));
+                approach += side
+                    .jac
+                    .row(0)
+                    .dot(&velocity.fixed_rows::<6>(6 * side.body).transpose());
             }
             if inv_mass == 0.0 {
                 // Both sides fixed: the contact constrains nothing this solver moves.
@@ -190,21 +215,121 @@ impl Assembled {
             if let Some(approach) = approach {
                 e_n += contact.restitution * approach.min(0.0);
             }
-            if let [Some(a), Some(b)] = &sides {
-                self.pairs.push((a.body.min(b.body), a.body.max(b.body)));
-            }
-            self.contacts.push(AssembledContact {
+            self.push_block(AssembledContact {
                 sides,
                 bias: fixed_velocity + Vector3::new(e_n, 0.0, 0.0),
-                mu: contact.friction,
+                cone: Cone::Coulomb { mu: contact.friction },
                 mass: 1.0 / inv_mass,
                 frame,
                 pair: None,
-                source: ci,
+                source: Source::Contact(ci),
+            });
+        }
+        for (ji, constraint) in problem.constraints.iter().enumerate() {
+            let Some((sides, fixed_velocity)) = self.constraint_sides(problem, constraint) else {
+                return Err(InvalidInput::Constraint(ji));
+            };
+            let inv_mass = self.first_row_inverse_mass(&sides);
+            if inv_mass == 0.0 {
+                continue;
+            }
+            self.push_block(AssembledContact {
+                sides,
+                bias: fixed_velocity + v3(constraint.bias),
+                cone: constraint.cone,
+                mass: 1.0 / inv_mass,
+                frame: [DVec3::X, DVec3::Y, DVec3::Z],
+                pair: None,
+                source: Source::Constraint(ji),
             });
         }
         self.index_pairs();
         Ok(())
+    }
+
+    /// `J₀ A⁻¹ J₀ᵀ` of a block's first row.
+    fn first_row_inverse_mass(&self, sides: &[Option<JacobianBlock>; 2]) -> f64 {
+        sides
+            .iter()
+            .flatten()
+            .map(|side| {
+                let row = side.jac.row(0).transpose();
+                row.dot(&self.apply_inverse_block(side.body, &row))
+            })
+            .sum()
+    }
+
+    fn push_block(&mut self, block: AssembledContact) {
+        if let [Some(a), Some(b)] = &block.sides {
+            self.pairs.push((a.body.min(b.body), a.body.max(b.body)));
+        }
+        self.contacts.push(block);
+    }
+
+    /// A joint block's Jacobian sides and the fixed sides' contribution to `w`; `None` when the
+    /// block is malformed (non-finite or non-unit rows, a missing body, a body joined to itself).
+    fn constraint_sides(
+        &self,
+        problem: &StepProblem,
+        constraint: &SolverConstraint,
+    ) -> Option<([Option<JacobianBlock>; 2], Vector3<f64>)> {
+        let (directions, count, anchors) = match constraint.rows {
+            ConstraintRows::Linear {
+                anchor1,
+                anchor2,
+                directions,
+                count,
+            } => (directions, count, Some([anchor1, anchor2])),
+            ConstraintRows::Angular { axes, count } => (axes, count, None),
+        };
+        let unit = |d: &DVec3| d.is_finite() && (d.length() - 1.0).abs() < 1e-6;
+        let cone_ok = match constraint.cone {
+            Cone::Coulomb { .. } => false,
+            Cone::Bounded { max } => max.is_finite() && max >= 0.0,
+            Cone::Equality | Cone::Lower => true,
+        };
+        let ok = (1..=3).contains(&count)
+            && directions[..count].iter().all(unit)
+            && anchors.is_none_or(|a| a.iter().all(|p| p.is_finite()))
+            && constraint.bias.is_finite()
+            && cone_ok;
+        if !ok {
+            return None;
+        }
+        let mut rows = [DVec3::ZERO; 3];
+        rows[..count].copy_from_slice(&directions[..count]);
+        let mut sides = [None, None];
+        let mut fixed_velocity = Vector3::zeros();
+        for (k, (side, sign)) in [(constraint.body1, 1.0), (constraint.body2, -1.0)]
+            .into_iter()
+            .enumerate()
+        {
+            match side {
+                ContactSide::Body(b) => {
+                    let body = problem.bodies.get(b)?;
+                    let jac = match anchors {
+                        Some(points) => side_jacobian(body.center_of_mass, points[k], &rows, sign),
+                        None => angular_jacobian(&rows, sign),
+                    };
+                    sides[k] = Some(JacobianBlock { body: b, jac });
+                }
+                ContactSide::Fixed { velocity } => {
+                    if !velocity.is_finite() {
+                        return None;
+                    }
+                    if anchors.is_some() {
+                        fixed_velocity +=
+                            sign * Vector3::new(rows[0].dot(velocity), rows[1].dot(velocity), rows[2].dot(velocity));
+                    }
+                }
+            }
+        }
+        if let [Some(a), Some(b)] = &sides
+            && a.body == b.body
+        {
+            return None;
+        }
+        Some((sides, fixed_velocity))
     }
 
     /// Sorts and deduplicates the coupled body pairs, then points each contact at its pair.

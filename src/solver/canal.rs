@@ -10,8 +10,8 @@ use glam::DVec3;
 use nalgebra::{DVector, Vector3};
 
 use super::anderson::Anderson;
-use super::assembly::Assembled;
-use super::cone;
+use super::assembly::{Assembled, Source};
+use super::cone::Cone;
 use super::newton::{NewtonCounts, NewtonSolver, NewtonTrace, Surrogate};
 use super::problem::StepProblem;
 use super::report::{BodyVelocity, ContactImpulse, LinearSolverKind, Solution, SolveFailure, SolveReport};
@@ -45,7 +45,7 @@ pub struct OuterTrace {
 /// let contacts = [(-0.5, -0.5), (0.5, -0.5), (-0.5, 0.5), (0.5, 0.5)].map(|(x, z)| {
 ///     SolverContact::new(0, ContactSide::Body(0), ContactSide::STATIC, DVec3::new(x, 0.0, z), DVec3::Y)
 /// });
-/// let problem = StepProblem { bodies: vec![body], contacts: contacts.to_vec(), dt };
+/// let problem = StepProblem { bodies: vec![body], contacts: contacts.to_vec(), dt, ..Default::default() };
 ///
 /// let mut solver = Solver::new(SolverSettings::default());
 /// let mut solution = Solution::default();
@@ -75,7 +75,7 @@ pub struct Solver {
     /// Unshifted contact velocities `J v + e` of the last Newton solution.
     velocity: Vec<Vector3<f64>>,
     beta: Vec<f64>,
-    mu: Vec<f64>,
+    cones: Vec<Cone>,
     mix_in: Vec<f64>,
     mix_image: Vec<f64>,
     mix_out: Vec<f64>,
@@ -150,7 +150,9 @@ impl Solver {
             buffer.clear();
             buffer.resize(nc, Vector3::zeros());
         }
-        for buffer in [&mut self.shift, &mut self.shift_next, &mut self.beta, &mut self.mu] {
+        self.cones.clear();
+        self.cones.resize(nc, Cone::Equality);
+        for buffer in [&mut self.shift, &mut self.shift_next, &mut self.beta] {
             buffer.clear();
             buffer.resize(nc, 0.0);
         }
@@ -166,18 +168,20 @@ impl Solver {
         self.resize();
         let nc = self.asm.contacts.len();
         for (c, contact) in self.asm.contacts.iter().enumerate() {
-            self.mu[c] = contact.mu;
-            let warm = problem.contacts[contact.source]
-                .warm_impulse
-                .filter(|w| settings.warm_start && w.is_finite());
-            self.lambda[c] = warm.map_or(Vector3::zeros(), |w| {
-                let local = Vector3::new(
-                    w.dot(contact.frame[0]),
-                    w.dot(contact.frame[1]),
-                    w.dot(contact.frame[2]),
-                );
-                cone::project(contact.mu, &local).0
-            });
+            self.cones[c] = contact.cone;
+            // Contacts warm-start from world impulses, joint blocks from their row impulses.
+            let warm = match contact.source {
+                Source::Contact(i) => problem.contacts[i].warm_impulse.map(|w| {
+                    Vector3::new(
+                        w.dot(contact.frame[0]),
+                        w.dot(contact.frame[1]),
+                        w.dot(contact.frame[2]),
+                    )
+                }),
+                Source::Constraint(i) => problem.constraints[i].warm_impulse.map(|w| Vector3::new(w.x, w.y, w.z)),
+            };
+            let warm = warm.filter(|w| settings.warm_start && w.iter().all(|x| x.is_finite()));
+            self.lambda[c] = warm.map_or(Vector3::zeros(), |w| contact.cone.project(&w));
         }
         let warm_started = self.lambda.iter().any(|l| *l != Vector3::zeros());
         self.asm.velocities_for(&self.lambda, &mut self.scratch, &mut self.v);
@@ -200,10 +204,7 @@ impl Solver {
         };
         self.set_penalty(kappa);
         for c in 0..nc {
-            self.shift[c] = cone::shift(
-                self.mu[c],
-                &(self.asm.jacobian_times(c, &self.v) + self.asm.contacts[c].bias),
-            );
+            self.shift[c] = self.cones[c].shift(&(self.asm.jacobian_times(c, &self.v) + self.asm.contacts[c].bias));
         }
         self.newton.system.prepare(&self.asm, settings.dense_max_bodies);
         report.linear_solver = self.newton.system.kind();
@@ -223,7 +224,7 @@ impl Solver {
                 lambda: &self.lambda,
                 bias: &self.bias,
                 beta: &self.beta,
-                mu: &self.mu,
+                cones: &self.cones,
                 penalty: kappa,
                 outer,
             };
@@ -255,7 +256,7 @@ impl Solver {
                 self.velocity[c] = shifted[c] - Vector3::new(self.shift[c], 0.0, 0.0);
                 self.lambda_next[c] = projected[c];
                 primal = primal.max((self.lambda_next[c] - self.lambda[c]).norm() / self.beta[c]);
-                self.shift_next[c] = cone::shift(self.mu[c], &self.velocity[c]);
+                self.shift_next[c] = self.cones[c].shift(&self.velocity[c]);
                 shift_change = shift_change.max((self.shift_next[c] - self.shift[c]).abs());
             }
             let residuals = contact_residuals_at(&self.asm, &self.velocity, &self.lambda_next);
@@ -344,7 +345,7 @@ impl Solver {
         for c in 0..nc {
             let m = self.asm.contacts[c].mass;
             let mixed = Vector3::new(self.mix_out[4 * c], self.mix_out[4 * c + 1], self.mix_out[4 * c + 2]) * m;
-            self.lambda[c] = cone::project(self.mu[c], &mixed).0;
+            self.lambda[c] = self.cones[c].project(&mixed);
             self.shift[c] = self.mix_out[4 * c + 3].max(0.0);
         }
     }
@@ -385,14 +386,23 @@ impl Solver {
         solution
             .impulses
             .resize(problem.contacts.len(), ContactImpulse::default());
+        solution.constraint_impulses.clear();
+        solution
+            .constraint_impulses
+            .resize(problem.constraints.len(), DVec3::ZERO);
         for (c, contact) in self.asm.contacts.iter().enumerate() {
             let l = self.best_lambda[c];
-            let [n, t1, t2] = contact.frame;
-            solution.impulses[contact.source] = ContactImpulse {
-                normal: l.x,
-                tangent: [l.y, l.z],
-                world: n * l.x + t1 * l.y + t2 * l.z,
-            };
+            match contact.source {
+                Source::Contact(i) => {
+                    let [n, t1, t2] = contact.frame;
+                    solution.impulses[i] = ContactImpulse {
+                        normal: l.x,
+                        tangent: [l.y, l.z],
+                        world: n * l.x + t1 * l.y + t2 * l.z,
+                    };
+                }
+                Source::Constraint(i) => solution.constraint_impulses[i] = DVec3::new(l.x, l.y, l.z),
+            }
         }
     }
 }
@@ -409,4 +419,8 @@ fn write_unsolved(problem: &StepProblem, solution: &mut Solution) {
     solution
         .impulses
         .resize(problem.contacts.len(), ContactImpulse::default());
+    solution.constraint_impulses.clear();
+    solution
+        .constraint_impulses
+        .resize(problem.constraints.len(), DVec3::ZERO);
 }

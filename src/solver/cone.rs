@@ -1,8 +1,8 @@
-//! The Coulomb friction cone: closed-form projection, its generalized Jacobian and the de Saxcé
-//! shift (design note §2).
+//! The sets impulses live in: the Coulomb friction cone (closed-form projection, its generalized
+//! Jacobian and the de Saxcé shift, design note §2) and the sets of joint rows (§6).
 //!
-//! Owns only pointwise math on one contact's 3-vector `(normal, tangent₁, tangent₂)`. It knows
-//! nothing of bodies, Jacobians or iterations.
+//! Owns only pointwise math on one block's 3-vector — a contact's `(normal, tangent₁, tangent₂)`
+//! or up to three joint rows. It knows nothing of bodies, Jacobians or iterations.
 
 use nalgebra::{Matrix3, Vector3};
 
@@ -15,6 +15,67 @@ pub enum ConeRegime {
     Stick,
     /// The point is outside both: projected onto the cone's surface.
     Slide,
+}
+
+/// The set `K` one block's impulse is confined to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Cone {
+    /// A contact: `{λ_n ≥ 0, ‖λ_t‖ ≤ μ λ_n}`.
+    Coulomb {
+        /// Friction coefficient μ ≥ 0.
+        mu: f64,
+    },
+    /// Bilateral joint rows: `K = ℝ³`, the projection is the identity and the rows always act.
+    Equality,
+    /// A one-sided row (a joint limit): `λ₀ ≥ 0`; rows 1 and 2 are unused (`{0}`).
+    Lower,
+    /// A row with a bounded impulse (a motor): `|λ₀| ≤ max`, N·s; rows 1 and 2 unused.
+    Bounded {
+        /// Largest impulse magnitude over the step, N·s (N·m·s on an angular row).
+        max: f64,
+    },
+}
+
+impl Cone {
+    /// `Π_K(x)`.
+    pub fn project(&self, x: &Vector3<f64>) -> Vector3<f64> {
+        match *self {
+            Cone::Coulomb { mu } => project(mu, x).0,
+            Cone::Equality => *x,
+            Cone::Lower => Vector3::new(x.x.max(0.0), 0.0, 0.0),
+            Cone::Bounded { max } => Vector3::new(x.x.clamp(-max, max), 0.0, 0.0),
+        }
+    }
+
+    /// `Π_K(x)` and an element of its generalized Jacobian (symmetric PSD).
+    pub fn project_with_jacobian(&self, x: &Vector3<f64>) -> (Vector3<f64>, Matrix3<f64>) {
+        let first_row = |active: bool| Matrix3::from_diagonal(&Vector3::new(f64::from(u8::from(active)), 0.0, 0.0));
+        match *self {
+            Cone::Coulomb { mu } => project_with_jacobian(mu, x),
+            Cone::Equality => (*x, Matrix3::identity()),
+            // At x₀ = 0 the active side, as for contacts: a row at its limit enters Newton at once.
+            Cone::Lower => (self.project(x), first_row(x.x >= 0.0)),
+            Cone::Bounded { max } => (self.project(x), first_row(x.x.abs() <= max)),
+        }
+    }
+
+    /// The de Saxcé shift of the block's velocity: `μ ‖w_t‖` for contacts, 0 for joint rows.
+    pub fn shift(&self, w: &Vector3<f64>) -> f64 {
+        match *self {
+            Cone::Coulomb { mu } => shift(mu, w),
+            _ => 0.0,
+        }
+    }
+
+    /// The feasibility violation `‖Π_K(−y)‖` of a (shifted) velocity `y`: 0 iff `y ∈ K*`. A bounded
+    /// row has no velocity condition of its own (at its bound it may move), so it reports 0 and is
+    /// judged by the NCP residual alone.
+    pub fn violation(&self, y: &Vector3<f64>) -> f64 {
+        match self {
+            Cone::Bounded { .. } => 0.0,
+            _ => self.project(&(-y)).norm(),
+        }
+    }
 }
 
 /// `Π_K(x)` for the cone `K = {λ_n ≥ 0, ‖λ_t‖ ≤ μ λ_n}`, with its regime.
@@ -163,6 +224,23 @@ mod tests {
         let (p, jac) = project_with_jacobian(0.5, &Vector3::new(-0.5, 1.0, 0.0));
         assert_eq!(p, Vector3::zeros());
         assert!((jac[(0, 0)] - 1.0 / 1.25).abs() < 1e-15 && jac[(2, 2)] == 0.0);
+    }
+
+    #[test]
+    fn joint_row_sets_project_and_differentiate() {
+        let x = Vector3::new(-2.0, 1.0, 3.0);
+        assert_eq!(Cone::Equality.project_with_jacobian(&x), (x, Matrix3::identity()));
+        assert_eq!(Cone::Equality.violation(&x), x.norm());
+        assert_eq!(Cone::Lower.project(&x), Vector3::zeros());
+        assert_eq!(Cone::Lower.project(&(-x)), Vector3::new(2.0, 0.0, 0.0));
+        assert_eq!(Cone::Lower.violation(&x), 2.0);
+        let bounded = Cone::Bounded { max: 0.5 };
+        assert_eq!(bounded.project(&x), Vector3::new(-0.5, 0.0, 0.0));
+        assert_eq!(bounded.project_with_jacobian(&x).1, Matrix3::zeros());
+        let inside = Vector3::new(0.25, 1.0, 1.0);
+        assert_eq!(bounded.project_with_jacobian(&inside).1[(0, 0)], 1.0);
+        assert_eq!(Cone::Lower.shift(&x), 0.0);
+        assert_eq!(Cone::Coulomb { mu: 0.5 }.shift(&x), 0.5 * 10f64.sqrt());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use nalgebra::Vector3;
 
-use super::cone;
+use super::cone::Cone;
 
 /// What the line search needs of one Newton step.
 pub(crate) struct LineSearchInput<'a> {
@@ -19,7 +19,7 @@ pub(crate) struct LineSearchInput<'a> {
     /// Per contact: `Jᵢ d`.
     pub jd: &'a [Vector3<f64>],
     pub beta: &'a [f64],
-    pub mu: &'a [f64],
+    pub cones: &'a [Cone],
 }
 
 impl LineSearchInput<'_> {
@@ -29,7 +29,7 @@ impl LineSearchInput<'_> {
         let mut second = self.curvature;
         for i in 0..self.x.len() {
             let jd = &self.jd[i];
-            let (p, jac) = cone::project_with_jacobian(self.mu[i], &(self.x[i] - alpha * self.beta[i] * jd));
+            let (p, jac) = self.cones[i].project_with_jacobian(&(self.x[i] - alpha * self.beta[i] * jd));
             first -= jd.dot(&p);
             second += self.beta[i] * jd.dot(&(jac * jd));
         }

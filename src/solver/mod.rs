@@ -25,8 +25,9 @@ pub mod settings;
 mod warm_start;
 
 pub use canal::{OuterTrace, Solver};
+pub use cone::Cone;
 pub use newton::NewtonTrace;
-pub use problem::{ContactSide, SolverBody, SolverContact, StepProblem};
+pub use problem::{ConstraintRows, ContactSide, SolverBody, SolverConstraint, SolverContact, StepProblem};
 pub use report::{BodyVelocity, ContactImpulse, InvalidInput, LinearSolverKind, Solution, SolveFailure, SolveReport};
 pub use settings::SolverSettings;
 pub use warm_start::WarmStartCache;

@@ -6,7 +6,7 @@
 use nalgebra::{DVector, Matrix3, Vector3};
 
 use super::assembly::Assembled;
-use super::cone;
+use super::cone::Cone;
 use super::line_search::{LineSearchInput, exact_line_search};
 use super::linear::{NewtonSystem, NotPositiveDefinite};
 use super::settings::SolverSettings;
@@ -26,7 +26,7 @@ pub(crate) struct Surrogate<'a> {
     /// `êᵢ`: bias plus frozen shift.
     pub bias: &'a [Vector3<f64>],
     pub beta: &'a [f64],
-    pub mu: &'a [f64],
+    pub cones: &'a [Cone],
     pub penalty: f64,
     pub outer: u32,
 }
@@ -75,7 +75,7 @@ impl NewtonSolver {
             largest = largest.max(y.amax());
             self.y[c] = y;
             self.x[c] = s.lambda[c] - s.beta[c] * y;
-            let (p, jac) = cone::project_with_jacobian(s.mu[c], &self.x[c]);
+            let (p, jac) = s.cones[c].project_with_jacobian(&self.x[c]);
             asm.add_jacobian_transpose(c, &(-p), &mut self.gradient);
             self.projected[c] = p;
             self.weights[c] = s.beta[c] * jac;
@@ -89,7 +89,7 @@ impl NewtonSolver {
         let mut phi = v.dot(&self.scratch) * 0.5 - v.dot(&asm.rhs);
         for c in 0..asm.contacts.len() {
             let x = s.lambda[c] - s.beta[c] * (asm.jacobian_times(c, v) + s.bias[c]);
-            phi += cone::project(s.mu[c], &x).0.norm_squared() / (2.0 * s.beta[c]);
+            phi += s.cones[c].project(&x).norm_squared() / (2.0 * s.beta[c]);
         }
         phi
     }
@@ -152,7 +152,7 @@ impl NewtonSolver {
                 x: &self.x,
                 jd: &self.jd,
                 beta: s.beta,
-                mu: s.mu,
+                cones: s.cones,
             };
             let (alpha, evaluations) = exact_line_search(&input, initial_slope, settings.max_line_search_iterations);
             counts.line_search += evaluations;

@@ -173,6 +173,100 @@ impl SolverContact {
     }
 }
 
+/// The rows of a [`SolverConstraint`]: up to three, unused rows zero.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ConstraintRows {
+    /// Rows on the relative velocity of two anchor points, `dₖ · (ṗ₁ − ṗ₂)`: a ball joint's three
+    /// axes, a prismatic joint's two perpendicular axes, or its one slide axis (limit, drive).
+    Linear {
+        /// World anchor point on body 1, m.
+        anchor1: DVec3,
+        /// World anchor point on body 2, m.
+        anchor2: DVec3,
+        /// World unit directions `dₖ`; rows past `count` are ignored.
+        directions: [DVec3; 3],
+        /// Rows in use, 1 to 3.
+        count: usize,
+    },
+    /// Rows on the relative angular velocity, `aₖ · (ω₁ − ω₂)`: a hinge's two locked axes, a fixed
+    /// joint's three, or a hinge's own axis (limit, drive).
+    Angular {
+        /// World unit axes `aₖ`; rows past `count` are ignored.
+        axes: [DVec3; 3],
+        /// Rows in use, 1 to 3.
+        count: usize,
+    },
+}
+
+/// One block of joint rows between two sides, solved in the same augmented Lagrangian as the
+/// contacts (design note §6): `w = J v + e` must lie in the dual of `cone`, the impulse in `cone`.
+///
+/// A [`ContactSide::Fixed`] side contributes its `velocity` to linear rows and nothing to angular
+/// rows (a fixed side does not rotate in a joint).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SolverConstraint {
+    /// Stable id for warm starting.
+    pub id: u64,
+    /// First side.
+    pub body1: ContactSide,
+    /// Second side.
+    pub body2: ContactSide,
+    /// The rows.
+    pub rows: ConstraintRows,
+    /// `e` per row, m/s or rad/s: a bilateral row ends the step at `J v = −e`; a position error `C`
+    /// is removed in one step with `e = C / dt`.
+    pub bias: DVec3,
+    /// `Equality` (bilateral), `Lower` (a limit: `w₀ ≥ 0`, impulse ≥ 0) or `Bounded` (a motor).
+    pub cone: super::cone::Cone,
+    /// Last step's row impulses, if known.
+    pub warm_impulse: Option<DVec3>,
+}
+
+impl SolverConstraint {
+    /// A block of `rows` between `body1` and `body2`, bilateral, with no bias.
+    pub fn new(id: u64, body1: ContactSide, body2: ContactSide, rows: ConstraintRows) -> Self {
+        Self {
+            id,
+            body1,
+            body2,
+            rows,
+            bias: DVec3::ZERO,
+            cone: super::cone::Cone::Equality,
+            warm_impulse: None,
+        }
+    }
+
+    /// The three rows of a ball joint joining `anchor1` (on body 1) to `anchor2` (on body 2),
+    /// biased to close their separation in one step of `dt`.
+    pub fn ball(id: u64, body1: ContactSide, body2: ContactSide, anchor1: DVec3, anchor2: DVec3, dt: f64) -> Self {
+        let rows = ConstraintRows::Linear {
+            anchor1,
+            anchor2,
+            directions: [DVec3::X, DVec3::Y, DVec3::Z],
+            count: 3,
+        };
+        Self::new(id, body1, body2, rows).with_bias((anchor1 - anchor2) / dt)
+    }
+
+    /// Sets the bias `e`.
+    pub fn with_bias(mut self, bias: DVec3) -> Self {
+        self.bias = bias;
+        self
+    }
+
+    /// Sets the impulse set.
+    pub fn with_cone(mut self, cone: super::cone::Cone) -> Self {
+        self.cone = cone;
+        self
+    }
+
+    /// Sets the warm-start row impulses.
+    pub fn with_warm_impulse(mut self, impulse: Option<DVec3>) -> Self {
+        self.warm_impulse = impulse;
+        self
+    }
+}
+
 /// One island's step: everything the solver reads.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepProblem {
@@ -180,6 +274,8 @@ pub struct StepProblem {
     pub bodies: Vec<SolverBody>,
     /// Contacts among them and against fixed geometry.
     pub contacts: Vec<SolverContact>,
+    /// Joint rows among them and against fixed sides.
+    pub constraints: Vec<SolverConstraint>,
     /// Time step, s.
     pub dt: f64,
 }

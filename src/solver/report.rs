@@ -15,6 +15,10 @@ pub enum InvalidInput {
     /// This contact had a non-finite value, a frame that is not orthonormal, μ < 0, a restitution
     /// outside [0, 1], a body index out of range, or the same body on both sides.
     Contact(usize),
+    /// This joint block had a non-finite value, a row that is not a unit vector, 0 or more than 3
+    /// rows, a friction cone or a negative bound for its set, a body index out of range, or the
+    /// same body on both sides.
+    Constraint(usize),
 }
 
 /// Why a solve did not converge.
@@ -100,4 +104,7 @@ pub struct Solution {
     pub velocities: Vec<BodyVelocity>,
     /// Contact impulses.
     pub impulses: Vec<ContactImpulse>,
+    /// Per [`SolverConstraint`](super::SolverConstraint): the impulse of each of its rows, N·s on
+    /// linear rows, N·m·s on angular rows (unused rows 0).
+    pub constraint_impulses: Vec<DVec3>,
 }

@@ -6,7 +6,6 @@
 use nalgebra::{DVector, Vector3};
 
 use super::assembly::Assembled;
-use super::cone;
 
 /// Worst-contact NCP and feasibility residuals, m/s.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -37,9 +36,9 @@ fn worst_residuals(
     for (c, l) in lambda.iter().enumerate() {
         let contact = &asm.contacts[c];
         let mut y = velocity(c);
-        y.x += cone::shift(contact.mu, &y);
-        let ncp = (l - cone::project(contact.mu, &(l - contact.mass * y)).0).norm() / contact.mass;
-        let feasibility = cone::project(contact.mu, &(-y)).0.norm();
+        y.x += contact.cone.shift(&y);
+        let ncp = (l - contact.cone.project(&(l - contact.mass * y))).norm() / contact.mass;
+        let feasibility = contact.cone.violation(&y);
         worst.ncp = if ncp.is_nan() {
             f64::INFINITY
         } else {

@@ -48,7 +48,12 @@ pub fn box_stack(count: usize, mass: f64, mu: f64, dt: f64) -> StepProblem {
         };
         push_patch(&mut contacts, i, lower, patch(-0.5, 0.5, -0.5, 0.5, i as f64), mu);
     }
-    StepProblem { bodies, contacts, dt }
+    StepProblem {
+        bodies,
+        contacts,
+        dt,
+        ..Default::default()
+    }
 }
 
 /// A two-dimensional pyramid of unit boxes of 1 kg with `layers` rows (`layers·(layers+1)/2`
@@ -91,7 +96,12 @@ pub fn box_pyramid(layers: usize, mu: f64, dt: f64) -> StepProblem {
             }
         }
     }
-    StepProblem { bodies, contacts, dt }
+    StepProblem {
+        bodies,
+        contacts,
+        dt,
+        ..Default::default()
+    }
 }
 
 /// A cubic lattice of `nx × ny × nz` touching balls of radius 0.5 m and 1 kg on static ground,
@@ -131,5 +141,10 @@ pub fn sphere_pile(nx: usize, ny: usize, nz: usize, mu: f64, dt: f64) -> StepPro
             }
         }
     }
-    StepProblem { bodies, contacts, dt }
+    StepProblem {
+        bodies,
+        contacts,
+        dt,
+        ..Default::default()
+    }
 }

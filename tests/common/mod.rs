@@ -85,6 +85,7 @@ pub fn random_problem(seed: u64) -> StepProblem {
         bodies,
         contacts,
         dt: DT,
+        ..Default::default()
     }
 }
 
