@@ -69,6 +69,11 @@ impl Plugin for CanalPhysicsPlugin {
             .register_type::<CenterOfMass>()
             .register_type::<ExternalForce>()
             .register_type::<ExternalImpulse>()
+            .register_type::<FixedJoint>()
+            .register_type::<SphericalJoint>()
+            .register_type::<RevoluteJoint>()
+            .register_type::<PrismaticJoint>()
+            .register_type::<JointState>()
             .register_type::<Gravity>();
         let mut schedule = Schedule::new(PhysicsSchedule);
         // The stages are a chain over one resource: a single thread, no scheduling overhead.

@@ -4,11 +4,13 @@
 mod body;
 mod collider;
 mod forces;
+mod joints;
 mod mass;
 mod material;
 
 pub use body::{AngularVelocity, LinearVelocity, PreciseState, RigidBody};
 pub use collider::{Collider, ColliderDensity};
 pub use forces::{ExternalForce, ExternalImpulse};
+pub use joints::{FixedJoint, JointAnchors, JointLimits, JointState, PrismaticJoint, RevoluteJoint, SphericalJoint};
 pub use mass::{CenterOfMass, Mass, PrincipalInertia};
 pub use material::{CombineRule, Friction, Restitution};

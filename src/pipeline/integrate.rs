@@ -7,14 +7,16 @@
 use std::time::Instant;
 
 use bevy_ecs::prelude::*;
-use bevy_math::DQuat;
+use bevy_math::{DQuat, DVec3};
 
 use super::PhysicsWorld;
 use super::world::SimBody;
 
-fn advance(body: &mut SimBody, dt: f64) {
-    let center = body.center_of_mass() + body.linear_velocity * dt;
-    let rotation = (DQuat::from_scaled_axis(body.angular_velocity * dt) * body.rotation).normalize();
+/// Moves the centre of mass by `displacement` and turns the body about it by `rotation` (a
+/// rotation vector), by the exponential map.
+pub(crate) fn advance_by(body: &mut SimBody, displacement: DVec3, rotation: DVec3) {
+    let center = body.center_of_mass() + displacement;
+    let rotation = (DQuat::from_scaled_axis(rotation) * body.rotation).normalize();
     body.rotation = rotation;
     body.translation = center - rotation * body.local_center_of_mass;
 }
@@ -32,8 +34,10 @@ pub(crate) fn integrate(mut world: ResMut<PhysicsWorld>) {
     }
     for body in &mut world.bodies {
         if body.kind != crate::components::RigidBody::Static {
-            advance(body, dt);
+            let (linear, angular) = (body.linear_velocity, body.angular_velocity);
+            advance_by(body, linear * dt, angular * dt);
         }
     }
+    super::joints::project_positions(world);
     world.times.integrate = start.elapsed();
 }

@@ -9,6 +9,7 @@
 
 pub(crate) mod broad_phase;
 pub(crate) mod integrate;
+pub(crate) mod joints;
 pub(crate) mod narrow_phase;
 pub(crate) mod prepare;
 pub(crate) mod solve;

@@ -99,6 +99,12 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         let (Some(c1), Some(c2)) = (&body1.collider, &body2.collider) else {
             continue;
         };
+        if world
+            .joint_filter
+            .contains(&super::joints::ordered(body1.entity, body2.entity))
+        {
+            continue;
+        }
         let cache = world
             .narrow_phase
             .cache

@@ -13,7 +13,10 @@ use bevy_math::{DMat3, DQuat, DVec3};
 use bevy_time::{Fixed, Time};
 use bevy_transform::components::Transform;
 
+use std::collections::{HashMap, HashSet};
+
 use super::PhysicsWorld;
+use super::joints::admit_joint;
 use super::world::SimBody;
 use crate::components::*;
 use crate::resources::Gravity;
@@ -48,6 +51,42 @@ type StaticColliderData = (
     Option<&'static Friction>,
     Option<&'static Restitution>,
 );
+
+/// The joint components, one query per joint type.
+type JointQueries<'w, 's> = (
+    Query<'w, 's, (Entity, &'static FixedJoint)>,
+    Query<'w, 's, (Entity, &'static SphericalJoint)>,
+    Query<'w, 's, (Entity, &'static RevoluteJoint)>,
+    Query<'w, 's, (Entity, &'static PrismaticJoint)>,
+);
+
+/// This step's joints, in entity order, between the bodies admitted above.
+fn admit_joints(world: &mut PhysicsWorld, (fixed, spherical, revolute, prismatic): &JointQueries) {
+    let index_of: HashMap<Entity, usize> = world.bodies.iter().enumerate().map(|(i, b)| (b.entity, i)).collect();
+    world.joints.clear();
+    world.joint_filter.clear();
+    let mut entities: Vec<Entity> = fixed
+        .iter()
+        .map(|(e, _)| e)
+        .chain(spherical.iter().map(|(e, _)| e))
+        .chain(revolute.iter().map(|(e, _)| e))
+        .chain(prismatic.iter().map(|(e, _)| e))
+        .collect();
+    entities.sort_unstable();
+    for &entity in &entities {
+        if let Ok((_, j)) = fixed.get(entity) {
+            admit_joint(world, &index_of, entity, j);
+        } else if let Ok((_, j)) = spherical.get(entity) {
+            admit_joint(world, &index_of, entity, j);
+        } else if let Ok((_, j)) = revolute.get(entity) {
+            admit_joint(world, &index_of, entity, j);
+        } else if let Ok((_, j)) = prismatic.get(entity) {
+            admit_joint(world, &index_of, entity, j);
+        }
+    }
+    let present: HashSet<Entity> = entities.into_iter().collect();
+    world.joint_rest.retain(|e, _| present.contains(e));
+}
 
 /// Mass, centre of mass and inertia about it (body frame) of a body.
 pub(crate) fn mass_properties(
@@ -144,6 +183,7 @@ pub(crate) fn prepare(
     gravity: Res<Gravity>,
     mut bodies: Query<BodyData>,
     statics: Query<StaticColliderData, Without<RigidBody>>,
+    joints: JointQueries,
 ) {
     let start = Instant::now();
     let world = &mut *world;
@@ -263,6 +303,7 @@ pub(crate) fn prepare(
     }
     // Query order follows storage, which moves when components are added; sort for determinism.
     world.bodies.sort_by_key(|b| b.entity);
+    admit_joints(world, &joints);
     world.reported.end_step();
     world.times.prepare = start.elapsed();
 }

@@ -29,6 +29,8 @@ pub(crate) struct IslandSolver {
     pub bodies: Vec<usize>,
     /// Contact index (in the step's contacts) of each problem contact.
     pub contacts: Vec<usize>,
+    /// `(joint index, block index)` of each problem constraint.
+    pub joint_blocks: Vec<(usize, usize)>,
 }
 
 /// Union–find over dynamic bodies.
@@ -40,7 +42,7 @@ fn find(parent: &mut [usize], mut i: usize) -> usize {
     i
 }
 
-fn solver_body(body: &SimBody) -> SolverBody {
+pub(crate) fn solver_body(body: &SimBody) -> SolverBody {
     SolverBody {
         mass: body.mass,
         inertia: body.world_inertia(),
@@ -93,8 +95,8 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
     let n = world.bodies.len();
     // Islands: dynamic bodies joined by contacts between two dynamic bodies.
     let mut parent: Vec<usize> = (0..n).collect();
-    for contact in &world.contacts {
-        let (a, b) = (contact.body1, contact.body2);
+    let links = world.contacts.iter().map(|c| (c.body1, c.body2));
+    for (a, b) in links.chain(world.joints.iter().map(|j| (j.body1, j.body2))) {
         if world.bodies[a].kind.is_dynamic() && world.bodies[b].kind.is_dynamic() {
             let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
             // The smaller index is the root: islands are then numbered in body order.
@@ -121,8 +123,10 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
     for island in &mut world.islands[..count] {
         island.bodies.clear();
         island.contacts.clear();
+        island.joint_blocks.clear();
         island.problem.bodies.clear();
         island.problem.contacts.clear();
+        island.problem.constraints.clear();
         island.problem.dt = world.dt;
         island.solver.settings = settings.solver;
     }
@@ -172,6 +176,25 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
             .with_impact_velocity(impact),
         );
     }
+    for (j, joint) in world.joints.iter().enumerate() {
+        let dynamic = [joint.body1, joint.body2]
+            .into_iter()
+            .find(|&b| world.bodies[b].kind.is_dynamic());
+        let Some(anchor) = dynamic else { continue };
+        let geometry = super::joints::geometry(joint, &world.bodies[joint.body1], &world.bodies[joint.body2]);
+        let sides = [(joint.body1, geometry.anchor1), (joint.body2, geometry.anchor2)]
+            .map(|(b, point)| super::joints::side(&world.bodies[b], local[b], point));
+        let island = &mut world.islands[island_of[anchor]];
+        let warm = &world.joint_warm;
+        super::joints::blocks(joint, &world.bodies, sides, world.dt, |block, constraint| {
+            island.joint_blocks.push((j, block));
+            let warm_impulse = warm.get(&constraint.id).copied();
+            island
+                .problem
+                .constraints
+                .push(constraint.with_warm_impulse(warm_impulse));
+        });
+    }
     for island in &mut world.islands[..count] {
         world.warm_start.apply(&mut island.problem.contacts);
     }
@@ -197,6 +220,14 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
         }
     }
     world.warm_start.finish_step();
+    world.joint_warm.clear();
+    for island in &world.islands[..count] {
+        for (k, &(j, _)) in island.joint_blocks.iter().enumerate() {
+            let (constraint, impulse) = (&island.problem.constraints[k], island.solution.constraint_impulses[k]);
+            super::joints::accumulate(&mut world.joints[j], constraint, impulse);
+            world.joint_warm.insert(constraint.id, impulse);
+        }
+    }
     std::mem::swap(&mut world.impacts, &mut world.impacts_next);
     world.times.solve = start.elapsed();
 }

@@ -121,4 +121,14 @@ pub(crate) struct PhysicsWorld {
     pub impacts_next: HashMap<u64, f64>,
     pub reported: Reported,
     pub times: StageTimes,
+    /// This step's joints.
+    pub joints: Vec<super::joints::SimJoint>,
+    /// Each joint's rest orientation, kept from the step it first appeared in.
+    pub joint_rest: HashMap<Entity, bevy_math::DQuat>,
+    /// Body pairs whose joint turns their collisions off.
+    pub joint_filter: HashSet<(Entity, Entity)>,
+    /// Row impulses of last step's joint blocks, by block id, for warm starting.
+    pub joint_warm: HashMap<u64, DVec3>,
+    pub projection_problem: crate::solver::StepProblem,
+    pub projection_solver: crate::solver::Solver,
 }

@@ -7,7 +7,8 @@ use bevy_ecs::prelude::*;
 use bevy_transform::components::Transform;
 
 use super::PhysicsWorld;
-use crate::components::{AngularVelocity, LinearVelocity, PreciseState, RigidBody};
+use super::joints::{self, JointKind};
+use crate::components::{AngularVelocity, JointState, LinearVelocity, PreciseState, RigidBody};
 use crate::resources::{ContactPair, ContactPoint, Contacts, SolverStats};
 
 /// What a step writes on each moving body.
@@ -23,6 +24,7 @@ pub(crate) fn write_back(
     mut stats: ResMut<SolverStats>,
     mut contacts: ResMut<Contacts>,
     mut bodies: Query<MovedBody, With<RigidBody>>,
+    mut joint_states: Query<&mut JointState>,
 ) {
     let start = Instant::now();
     let world = &mut *world;
@@ -40,6 +42,28 @@ pub(crate) fn write_back(
             linear_velocity: body.linear_velocity,
             angular_velocity: body.angular_velocity,
             written: Some((transform.translation, transform.rotation, linear.0, angular.0)),
+        };
+    }
+
+    for joint in &world.joints {
+        let Ok(mut state) = joint_states.get_mut(joint.entity) else {
+            continue;
+        };
+        let (b1, b2) = (&world.bodies[joint.body1], &world.bodies[joint.body2]);
+        let geometry = joints::geometry(joint, b1, b2);
+        let rate = match joint.kind {
+            JointKind::Revolute { .. } => geometry.axis.dot(b2.angular_velocity - b1.angular_velocity),
+            JointKind::Prismatic { .. } => geometry
+                .axis
+                .dot(b2.point_velocity(geometry.anchor2) - b1.point_velocity(geometry.anchor1)),
+            _ => 0.0,
+        };
+        *state = JointState {
+            force: (joint.linear_impulse / world.dt).as_vec3(),
+            torque: (joint.angular_impulse / world.dt).as_vec3(),
+            position: geometry.position as f32,
+            velocity: rate as f32,
+            anchor_separation: geometry.violation() as f32,
         };
     }
 
