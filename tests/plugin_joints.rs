@@ -374,3 +374,49 @@ fn welded_cantilever_holds_its_pose_and_carries_the_moment() {
         "{state:?}"
     );
 }
+
+/// A 1 m, 1 kg rod hinged at one end about Z, held horizontal by `drive` against gravity.
+fn driven_rod(drive: JointDrive) -> (App, Entity, Entity) {
+    let mut app = app(60.0);
+    let pivot = pivot(&mut app);
+    let rod = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.0, 0.1, 0.1),
+            Mass(1.0),
+            Transform::from_translation(PIVOT + Vec3::new(0.5, 0.0, 0.0)),
+        ))
+        .id();
+    let joint = RevoluteJoint::new(pivot, rod)
+        .with_axis(Vec3::Z)
+        .with_local_anchor2(Vec3::new(-0.5, 0.0, 0.0))
+        .with_drive(drive);
+    let joint = app.world_mut().spawn(joint).id();
+    (app, rod, joint)
+}
+
+#[test]
+fn position_drive_reaches_and_holds_its_target_under_load() {
+    // Raise the rod to 0.3 rad and hold it there against its weight torque (≈ 4.2 N·m).
+    let (mut app, _, joint) = driven_rod(JointDrive::position(0.3, 2e4, 1e3));
+    step(&mut app, 180);
+    let state = *app.world().get::<JointState>(joint).unwrap();
+    let weight_torque = 1.0 * G * 0.5 * 0.3f64.cos();
+    println!("{state:?}; weight torque {weight_torque:.4} N·m");
+    // The spring's static sag is τ/k_p ≈ 2e-4 rad.
+    assert!((f64::from(state.position) - 0.3).abs() < 1e-3, "{state:?}");
+    assert!(f64::from(state.velocity).abs() < 1e-4);
+    assert!((f64::from(state.torque.z).abs() - weight_torque).abs() < 1e-3 * weight_torque);
+}
+
+#[test]
+fn torque_bound_below_the_load_cannot_hold_and_gives_exactly_the_bound() {
+    let bound = 2.0; // N·m, below the rod's 4.9 N·m weight torque when horizontal.
+    let (mut app, _, joint) = driven_rod(JointDrive::position(0.0, 2e4, 1e3).with_max_force(bound));
+    step(&mut app, 20);
+    let state = *app.world().get::<JointState>(joint).unwrap();
+    println!("{state:?}");
+    assert!(state.position < -0.05, "the rod sags: {state:?}");
+    assert!((f64::from(state.torque.z).abs() - f64::from(bound)).abs() < 1e-4 * f64::from(bound));
+}

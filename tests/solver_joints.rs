@@ -195,3 +195,27 @@ fn malformed_joint_block_is_rejected_without_nan() {
     assert!(solution.constraint_impulses[0].is_finite());
     assert_eq!(solution.velocities[0].angular, DVec3::Z);
 }
+
+#[test]
+fn drive_row_is_the_implicit_spring_damper_and_respects_its_bound() {
+    // PD drive about z towards 0.2 rad from 0 rad: gain γ = h²k_p + h k_d, bias −(h k_p θ_err)/γ.
+    let (kp, kd, load) = (400.0, 20.0, 5.0);
+    let gain = DT * DT * kp + DT * kd;
+    let target_rate = DT * kp * 0.2 / gain;
+    let solve_with = |max: f64| {
+        let problem = spinning_body_with_row(0.5, load * DT, Cone::Drive { gain, max }, -target_rate);
+        let (report, solution) = solve(&problem);
+        assert!(report.converged, "{report:?}");
+        (problem.bodies[0].inertia.z_axis.z, solution)
+    };
+    // Unbounded: λ = −γ(ω' − ω*) with ω' = ω₀ + (τh + λ)/I, solved by hand.
+    let (inertia, solution) = solve_with(f64::INFINITY);
+    let spin = (0.5 + load * DT / inertia + gain * target_rate / inertia) / (1.0 + gain / inertia);
+    assert!((solution.velocities[0].angular.z - spin).abs() < 1e-10);
+    let impulse = solution.constraint_impulses[0].x;
+    assert!((impulse + gain * (spin - target_rate)).abs() < 1e-10);
+    // Bounded below what the spring asks: the drive gives exactly its bound.
+    let bound = 0.5 * impulse.abs();
+    let (_, solution) = solve_with(bound);
+    assert!((solution.constraint_impulses[0].x.abs() - bound).abs() < 1e-12);
+}

@@ -44,6 +44,55 @@ pub struct JointLimits {
     pub max: f32,
 }
 
+/// A joint motor: a spring-damper towards a target position and velocity with a force (or
+/// torque) bound, treated implicitly, so stiff gains stay stable at any step size.
+///
+/// Drive force `f = stiffness · (target_position − position) + damping · (target_velocity −
+/// velocity)`, evaluated at the end of the step and clamped to `±max_force`.
+#[derive(Clone, Copy, Debug, PartialEq, Reflect)]
+pub struct JointDrive {
+    /// Target angle (rad) or displacement (m).
+    pub target_position: f32,
+    /// Target rate, rad/s or m/s.
+    pub target_velocity: f32,
+    /// N·m/rad or N/m.
+    pub stiffness: f32,
+    /// N·m·s/rad or N·s/m.
+    pub damping: f32,
+    /// Largest torque (N·m) or force (N) the drive applies; infinite by default.
+    pub max_force: f32,
+}
+
+impl JointDrive {
+    /// A drive holding `target` with the given stiffness and damping.
+    pub fn position(target: f32, stiffness: f32, damping: f32) -> Self {
+        Self {
+            target_position: target,
+            target_velocity: 0.0,
+            stiffness,
+            damping,
+            max_force: f32::INFINITY,
+        }
+    }
+
+    /// A drive tracking the rate `target` with the given damping (the motor's gain).
+    pub fn velocity(target: f32, damping: f32) -> Self {
+        Self {
+            target_position: 0.0,
+            target_velocity: target,
+            stiffness: 0.0,
+            damping,
+            max_force: f32::INFINITY,
+        }
+    }
+
+    /// Bounds the drive's force or torque.
+    pub fn with_max_force(mut self, max_force: f32) -> Self {
+        self.max_force = max_force;
+        self
+    }
+}
+
 /// The readout of a joint after each step.
 #[derive(Component, Clone, Copy, Debug, Default, PartialEq, Reflect)]
 #[reflect(Component, Default)]
@@ -96,6 +145,12 @@ macro_rules! axis_builders {
         /// Limits the joint's travel to `[min, max]` (rad or m).
         pub fn with_limits(mut self, min: f32, max: f32) -> Self {
             self.limits = Some(JointLimits { min, max });
+            self
+        }
+
+        /// Drives the joint (see [`JointDrive`]).
+        pub fn with_drive(mut self, drive: JointDrive) -> Self {
+            self.drive = Some(drive);
             self
         }
     };
@@ -174,6 +229,8 @@ pub struct RevoluteJoint {
     pub axis: Vec3,
     /// Angle limits, rad.
     pub limits: Option<JointLimits>,
+    /// Motor.
+    pub drive: Option<JointDrive>,
 }
 
 impl RevoluteJoint {
@@ -183,6 +240,7 @@ impl RevoluteJoint {
             anchors: JointAnchors::new(body1, body2),
             axis: Vec3::X,
             limits: None,
+            drive: None,
         }
     }
     joint_builders!();
@@ -200,6 +258,8 @@ pub struct PrismaticJoint {
     pub axis: Vec3,
     /// Displacement limits, m.
     pub limits: Option<JointLimits>,
+    /// Motor.
+    pub drive: Option<JointDrive>,
 }
 
 impl PrismaticJoint {
@@ -209,6 +269,7 @@ impl PrismaticJoint {
             anchors: JointAnchors::new(body1, body2),
             axis: Vec3::X,
             limits: None,
+            drive: None,
         }
     }
     joint_builders!();

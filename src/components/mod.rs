@@ -11,6 +11,8 @@ mod material;
 pub use body::{AngularVelocity, LinearVelocity, PreciseState, RigidBody};
 pub use collider::{Collider, ColliderDensity};
 pub use forces::{ExternalForce, ExternalImpulse};
-pub use joints::{FixedJoint, JointAnchors, JointLimits, JointState, PrismaticJoint, RevoluteJoint, SphericalJoint};
+pub use joints::{
+    FixedJoint, JointAnchors, JointDrive, JointLimits, JointState, PrismaticJoint, RevoluteJoint, SphericalJoint,
+};
 pub use mass::{CenterOfMass, Mass, PrincipalInertia};
 pub use material::{CombineRule, Friction, Restitution};

@@ -14,7 +14,9 @@ use bevy_math::{DQuat, DVec3};
 
 use super::PhysicsWorld;
 use super::world::SimBody;
-use crate::components::{FixedJoint, JointAnchors, JointLimits, PrismaticJoint, RevoluteJoint, SphericalJoint};
+use crate::components::{
+    FixedJoint, JointAnchors, JointDrive, JointLimits, PrismaticJoint, RevoluteJoint, SphericalJoint,
+};
 use crate::solver::{Cone, ConstraintRows, ContactSide, Solution, SolverConstraint};
 
 /// What a joint locks.
@@ -26,10 +28,12 @@ pub(crate) enum JointKind {
     Revolute {
         axis: DVec3,
         limits: Option<JointLimits>,
+        drive: Option<JointDrive>,
     },
     Prismatic {
         axis: DVec3,
         limits: Option<JointLimits>,
+        drive: Option<JointDrive>,
     },
 }
 
@@ -82,6 +86,7 @@ impl JointComponent for RevoluteJoint {
         JointKind::Revolute {
             axis: self.axis.as_dvec3(),
             limits: self.limits,
+            drive: self.drive,
         }
     }
 }
@@ -94,6 +99,7 @@ impl JointComponent for PrismaticJoint {
         JointKind::Prismatic {
             axis: self.axis.as_dvec3(),
             limits: self.limits,
+            drive: self.drive,
         }
     }
 }
@@ -120,10 +126,18 @@ pub(crate) fn admit_joint(
         return;
     };
     let axis_ok = match kind {
-        JointKind::Revolute { axis, limits } | JointKind::Prismatic { axis, limits } => {
+        JointKind::Revolute { axis, limits, drive } | JointKind::Prismatic { axis, limits, drive } => {
             axis.is_finite()
                 && axis.length() > 1e-6
                 && limits.is_none_or(|l| l.min.is_finite() && l.max.is_finite() && l.min <= l.max)
+                && drive.is_none_or(|d| {
+                    [d.target_position, d.target_velocity, d.stiffness, d.damping]
+                        .iter()
+                        .all(|x| x.is_finite())
+                        && d.stiffness >= 0.0
+                        && d.damping >= 0.0
+                        && d.max_force >= 0.0
+                })
         }
         _ => true,
     };
@@ -131,19 +145,22 @@ pub(crate) fn admit_joint(
     if body1 == body2 || !axis_ok || !anchors_ok {
         world.reported.error(
             entity,
-            "is a joint with the same body on both sides, a non-finite anchor, a zero axis or limits with min > max"
+            "is a joint with the same body on both sides, a non-finite anchor, a zero axis, limits with \
+             min > max, or a drive with a non-finite or negative gain"
                 .to_string(),
         );
         return;
     }
     let kind = match kind {
-        JointKind::Revolute { axis, limits } => JointKind::Revolute {
+        JointKind::Revolute { axis, limits, drive } => JointKind::Revolute {
             axis: axis.normalize(),
             limits,
+            drive,
         },
-        JointKind::Prismatic { axis, limits } => JointKind::Prismatic {
+        JointKind::Prismatic { axis, limits, drive } => JointKind::Prismatic {
             axis: axis.normalize(),
             limits,
+            drive,
         },
         other => other,
     };
@@ -289,30 +306,53 @@ pub(crate) fn blocks(
         JointKind::Fixed | JointKind::Prismatic { .. } => push(1, hold_orientation([DVec3::X, DVec3::Y, DVec3::Z], 3)),
         JointKind::Revolute { .. } => push(1, hold_orientation(perpendiculars(g.axis), 2)),
     }
-    let limits = match joint.kind {
-        JointKind::Revolute { limits, .. } | JointKind::Prismatic { limits, .. } => limits,
-        _ => None,
+    let (limits, drive) = match joint.kind {
+        JointKind::Revolute { limits, drive, .. } | JointKind::Prismatic { limits, drive, .. } => (limits, drive),
+        _ => (None, None),
+    };
+    let angular = matches!(joint.kind, JointKind::Revolute { .. });
+    // A row along ±axis: angular for a hinge, between the anchors for a slider.
+    let axial = |direction: DVec3| {
+        let directions = [direction, DVec3::ZERO, DVec3::ZERO];
+        if angular {
+            ConstraintRows::Angular {
+                axes: directions,
+                count: 1,
+            }
+        } else {
+            linear(directions, 1)
+        }
     };
     if let Some(JointLimits { min, max }) = limits {
-        let angular = matches!(joint.kind, JointKind::Revolute { .. });
         // Lower: position − min + dt·(rate) ≥ 0, with rate = axis·(v₂ − v₁): the row's direction
         // is −axis (rows read body 1 minus body 2). Upper: the mirror image.
         for (block, direction, room) in [
             (2, -g.axis, g.position - f64::from(min)),
             (3, g.axis, f64::from(max) - g.position),
         ] {
-            let directions = [direction, DVec3::ZERO, DVec3::ZERO];
-            let rows = if angular {
-                ConstraintRows::Angular {
-                    axes: directions,
-                    count: 1,
-                }
-            } else {
-                linear(directions, 1)
+            let limit = new(block, axial(direction)).with_cone(Cone::Lower);
+            push(block, limit.with_bias(DVec3::X * room / dt));
+        }
+    }
+    if let Some(drive) = drive {
+        // The row −axis reads the joint rate; its impulse acts on body 2 along +axis. The
+        // implicit PD law h·f = h k_p (θ* − θ − h θ̇') + h k_d (θ̇* − θ̇') is λ = −γ (θ̇' − θ̇_ref)
+        // with γ = h² k_p + h k_d (design note §6).
+        let (kp, kd) = (f64::from(drive.stiffness), f64::from(drive.damping));
+        let gain = dt * dt * kp + dt * kd;
+        if gain > 0.0 {
+            let mut error = f64::from(drive.target_position) - g.position;
+            if angular {
+                error = (error + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU) - std::f64::consts::PI;
+            }
+            let reference = (dt * kp * error + dt * kd * f64::from(drive.target_velocity)) / gain;
+            let cone = Cone::Drive {
+                gain,
+                max: dt * f64::from(drive.max_force),
             };
             push(
-                block,
-                new(block, rows).with_cone(Cone::Lower).with_bias(DVec3::X * room / dt),
+                4,
+                new(4, axial(-g.axis)).with_cone(cone).with_bias(-DVec3::X * reference),
             );
         }
     }
@@ -386,7 +426,12 @@ pub(crate) fn project_positions(world: &mut PhysicsWorld) {
                     ContactSide::STATIC
                 }
             });
-            blocks(joint, &world.bodies, sides, dt, |_, c| problem.constraints.push(c));
+            // Drives are forces, not constraints: the projection restores only what joints lock.
+            blocks(joint, &world.bodies, sides, dt, |_, c| {
+                if !matches!(c.cone, Cone::Drive { .. }) {
+                    problem.constraints.push(c);
+                }
+            });
         }
         let error = problem
             .constraints

@@ -286,6 +286,7 @@ impl Assembled {
         let cone_ok = match constraint.cone {
             Cone::Coulomb { .. } => false,
             Cone::Bounded { max } => max.is_finite() && max >= 0.0,
+            Cone::Drive { gain, max } => gain.is_finite() && gain > 0.0 && max >= 0.0 && !max.is_nan(),
             Cone::Equality | Cone::Lower => true,
         };
         let ok = (1..=3).contains(&count)

@@ -34,28 +34,71 @@ pub enum Cone {
         /// Largest impulse magnitude over the step, N·s (N·m·s on an angular row).
         max: f64,
     },
+    /// An implicit spring-damper drive on row 0: `λ₀ = clamp(−gain · w₀, ±max)`. A PD drive with
+    /// stiffness `k_p` and damping `k_d` over a step `h` has `gain = h² k_p + h k_d` and its target
+    /// in the bias. Rows 1 and 2 unused.
+    Drive {
+        /// Impulse per unit of row velocity, N·s per m/s (N·m·s per rad/s on an angular row).
+        gain: f64,
+        /// Largest impulse magnitude over the step.
+        max: f64,
+    },
 }
 
 impl Cone {
-    /// `Π_K(x)`.
+    /// `Π_K(x)`: the nearest admissible impulse (for a drive, the bound).
     pub fn project(&self, x: &Vector3<f64>) -> Vector3<f64> {
         match *self {
             Cone::Coulomb { mu } => project(mu, x).0,
             Cone::Equality => *x,
             Cone::Lower => Vector3::new(x.x.max(0.0), 0.0, 0.0),
-            Cone::Bounded { max } => Vector3::new(x.x.clamp(-max, max), 0.0, 0.0),
+            Cone::Bounded { max } | Cone::Drive { max, .. } => Vector3::new(x.x.clamp(-max, max), 0.0, 0.0),
         }
     }
 
-    /// `Π_K(x)` and an element of its generalized Jacobian (symmetric PSD).
-    pub fn project_with_jacobian(&self, x: &Vector3<f64>) -> (Vector3<f64>, Matrix3<f64>) {
-        let first_row = |active: bool| Matrix3::from_diagonal(&Vector3::new(f64::from(u8::from(active)), 0.0, 0.0));
+    /// The multiplier update `λ⁺ = P(x)`, `x = λ − β y`: `Π_K(x)` for a set; for a drive,
+    /// `clamp(s x, ±max)` with `s = gain / (gain + β)`, whose fixed point is `λ = clamp(−gain·y)`.
+    pub fn update(&self, x: &Vector3<f64>, beta: f64) -> Vector3<f64> {
+        self.update_with_jacobian(x, beta).0
+    }
+
+    /// [`Self::update`] and an element of its generalized Jacobian (symmetric PSD).
+    pub fn update_with_jacobian(&self, x: &Vector3<f64>, beta: f64) -> (Vector3<f64>, Matrix3<f64>) {
+        let first_row = |slope: f64| Matrix3::from_diagonal(&Vector3::new(slope, 0.0, 0.0));
+        let active = |on: bool| first_row(f64::from(u8::from(on)));
         match *self {
             Cone::Coulomb { mu } => project_with_jacobian(mu, x),
             Cone::Equality => (*x, Matrix3::identity()),
             // At x₀ = 0 the active side, as for contacts: a row at its limit enters Newton at once.
-            Cone::Lower => (self.project(x), first_row(x.x >= 0.0)),
-            Cone::Bounded { max } => (self.project(x), first_row(x.x.abs() <= max)),
+            Cone::Lower => (self.project(x), active(x.x >= 0.0)),
+            Cone::Bounded { max } => (self.project(x), active(x.x.abs() <= max)),
+            Cone::Drive { gain, max } => {
+                let s = gain / (gain + beta);
+                let p = s * x.x;
+                (
+                    Vector3::new(p.clamp(-max, max), 0.0, 0.0),
+                    first_row(if p.abs() <= max { s } else { 0.0 }),
+                )
+            }
+        }
+    }
+
+    /// `ψ(x)` with `ψ' = P` (see [`Self::update`]): the surrogate's term is `ψ(xᵢ) / βᵢ`. For a
+    /// cone `ψ = ½‖Π(x)‖²`.
+    pub fn potential(&self, x: &Vector3<f64>, beta: f64) -> f64 {
+        // ∫₀ˣ clamp(s t, ±max) dt.
+        let clamped_quadratic = |s: f64, max: f64| {
+            let t = x.x.abs();
+            if s * t <= max {
+                0.5 * s * t * t
+            } else {
+                max * t - 0.5 * max * max / s
+            }
+        };
+        match *self {
+            Cone::Bounded { max } => clamped_quadratic(1.0, max),
+            Cone::Drive { gain, max } => clamped_quadratic(gain / (gain + beta), max),
+            _ => 0.5 * self.project(x).norm_squared(),
         }
     }
 
@@ -72,7 +115,7 @@ impl Cone {
     /// judged by the NCP residual alone.
     pub fn violation(&self, y: &Vector3<f64>) -> f64 {
         match self {
-            Cone::Bounded { .. } => 0.0,
+            Cone::Bounded { .. } | Cone::Drive { .. } => 0.0,
             _ => self.project(&(-y)).norm(),
         }
     }
@@ -229,18 +272,56 @@ mod tests {
     #[test]
     fn joint_row_sets_project_and_differentiate() {
         let x = Vector3::new(-2.0, 1.0, 3.0);
-        assert_eq!(Cone::Equality.project_with_jacobian(&x), (x, Matrix3::identity()));
+        assert_eq!(Cone::Equality.update_with_jacobian(&x, 3.0), (x, Matrix3::identity()));
         assert_eq!(Cone::Equality.violation(&x), x.norm());
         assert_eq!(Cone::Lower.project(&x), Vector3::zeros());
         assert_eq!(Cone::Lower.project(&(-x)), Vector3::new(2.0, 0.0, 0.0));
         assert_eq!(Cone::Lower.violation(&x), 2.0);
         let bounded = Cone::Bounded { max: 0.5 };
         assert_eq!(bounded.project(&x), Vector3::new(-0.5, 0.0, 0.0));
-        assert_eq!(bounded.project_with_jacobian(&x).1, Matrix3::zeros());
+        assert_eq!(bounded.update_with_jacobian(&x, 3.0).1, Matrix3::zeros());
         let inside = Vector3::new(0.25, 1.0, 1.0);
-        assert_eq!(bounded.project_with_jacobian(&inside).1[(0, 0)], 1.0);
+        assert_eq!(bounded.update_with_jacobian(&inside, 3.0).1[(0, 0)], 1.0);
         assert_eq!(Cone::Lower.shift(&x), 0.0);
         assert_eq!(Cone::Coulomb { mu: 0.5 }.shift(&x), 0.5 * 10f64.sqrt());
+    }
+
+    #[test]
+    fn drive_update_has_the_spring_law_as_fixed_point_and_potential_as_integral() {
+        let drive = Cone::Drive { gain: 2.0, max: 1.5 };
+        let beta = 5.0;
+        for y in [-0.3, 0.1, 0.6, -2.0] {
+            // Iterate λ ← P(λ − β y): it converges to clamp(−gain·y).
+            let mut lambda = 0.0;
+            for _ in 0..200 {
+                lambda = drive.update(&Vector3::new(lambda - beta * y, 0.0, 0.0), beta).x;
+            }
+            assert!(
+                (lambda - (-2.0 * y).clamp(-1.5, 1.5)).abs() < 1e-12,
+                "y = {y}: {lambda}"
+            );
+        }
+        for cone in [
+            drive,
+            Cone::Bounded { max: 0.7 },
+            Cone::Lower,
+            Cone::Coulomb { mu: 0.4 },
+        ] {
+            for x in [
+                Vector3::new(0.3, 0.2, -0.1),
+                Vector3::new(-4.0, 1.0, 0.5),
+                Vector3::new(9.0, -3.0, 2.0),
+            ] {
+                let h = 1e-6;
+                for k in 0..3 {
+                    let mut e = Vector3::zeros();
+                    e[k] = h;
+                    let derivative = (cone.potential(&(x + e), beta) - cone.potential(&(x - e), beta)) / (2.0 * h);
+                    let (p, _) = cone.update_with_jacobian(&x, beta);
+                    assert!((derivative - p[k]).abs() < 1e-6, "{cone:?} {x:?} row {k}");
+                }
+            }
+        }
     }
 
     #[test]

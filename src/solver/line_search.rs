@@ -29,7 +29,7 @@ impl LineSearchInput<'_> {
         let mut second = self.curvature;
         for i in 0..self.x.len() {
             let jd = &self.jd[i];
-            let (p, jac) = self.cones[i].project_with_jacobian(&(self.x[i] - alpha * self.beta[i] * jd));
+            let (p, jac) = self.cones[i].update_with_jacobian(&(self.x[i] - alpha * self.beta[i] * jd), self.beta[i]);
             first -= jd.dot(&p);
             second += self.beta[i] * jd.dot(&(jac * jd));
         }

@@ -75,7 +75,7 @@ impl NewtonSolver {
             largest = largest.max(y.amax());
             self.y[c] = y;
             self.x[c] = s.lambda[c] - s.beta[c] * y;
-            let (p, jac) = s.cones[c].project_with_jacobian(&self.x[c]);
+            let (p, jac) = s.cones[c].update_with_jacobian(&self.x[c], s.beta[c]);
             asm.add_jacobian_transpose(c, &(-p), &mut self.gradient);
             self.projected[c] = p;
             self.weights[c] = s.beta[c] * jac;
@@ -89,7 +89,7 @@ impl NewtonSolver {
         let mut phi = v.dot(&self.scratch) * 0.5 - v.dot(&asm.rhs);
         for c in 0..asm.contacts.len() {
             let x = s.lambda[c] - s.beta[c] * (asm.jacobian_times(c, v) + s.bias[c]);
-            phi += s.cones[c].project(&x).norm_squared() / (2.0 * s.beta[c]);
+            phi += s.cones[c].potential(&x, s.beta[c]) / s.beta[c];
         }
         phi
     }

@@ -37,7 +37,7 @@ fn worst_residuals(
         let contact = &asm.contacts[c];
         let mut y = velocity(c);
         y.x += contact.cone.shift(&y);
-        let ncp = (l - contact.cone.project(&(l - contact.mass * y))).norm() / contact.mass;
+        let ncp = (l - contact.cone.update(&(l - contact.mass * y), contact.mass)).norm() / contact.mass;
         let feasibility = contact.cone.violation(&y);
         worst.ncp = if ncp.is_nan() {
             f64::INFINITY
