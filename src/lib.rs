@@ -37,6 +37,7 @@ mod pipeline;
 pub mod plugin;
 pub mod resources;
 pub mod solver;
+pub mod urdf;
 
 /// Everything a game needs, in one import.
 pub mod prelude {
