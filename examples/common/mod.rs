@@ -31,7 +31,18 @@ pub fn ground(app: &mut App, size: f32) {
 
 /// Steps `seconds` of simulated time, printing once per simulated second the solver statistics
 /// and `describe`'s scene-specific line.
+#[allow(dead_code)]
 pub fn run(app: &mut App, seconds: u32, describe: impl Fn(&App) -> String) {
+    run_controlled(app, seconds, |_, _| {}, describe);
+}
+
+/// [`run`], calling `control(app, t)` before every step with the simulated time `t` in seconds.
+pub fn run_controlled(
+    app: &mut App,
+    seconds: u32,
+    mut control: impl FnMut(&mut App, f32),
+    describe: impl Fn(&App) -> String,
+) {
     let steps_per_second = 60;
     println!(
         "{:>4} {:>6} {:>8} {:>7} {:>6} {:>7} {:>9} {:>9} {:>5} {:>8}  scene",
@@ -40,7 +51,8 @@ pub fn run(app: &mut App, seconds: u32, describe: impl Fn(&App) -> String) {
     for second in 1..=seconds {
         let (mut outer, mut newton, mut ncp, mut feasibility, mut converged) = (0, 0, 0.0_f64, 0.0_f64, true);
         let mut wall = Duration::ZERO;
-        for _ in 0..steps_per_second {
+        for k in 0..steps_per_second {
+            control(app, (second - 1) as f32 + k as f32 / steps_per_second as f32);
             let start = Instant::now();
             app.world_mut().run_schedule(PhysicsSchedule);
             wall += start.elapsed();
