@@ -1,7 +1,8 @@
 //! A 6-DOF arm loaded from URDF (`assets/canal_arm.urdf`) on a table, driven by joint position
-//! targets: it reaches behind a box, lowers its paddle and sweeps the box along an arc to a goal.
-//! Prints per second the joint tracking error, the largest joint violation and the contact force
-//! on the box.
+//! targets: it reaches behind a box, lowers its paddle and sweeps the box along an arc towards a
+//! goal, then picks a small box with its fingers and sets it on the big one. Prints per second the
+//! joint tracking error, the largest joint violation and the contact forces on both boxes (from
+//! the arm, and from what supports them).
 //!
 //! `cargo run --release --example robot_arm`
 
@@ -18,6 +19,9 @@ const REACH: f32 = 0.45;
 const BOX_ANGLE: f32 = -0.6;
 const GOAL_ANGLE: f32 = 0.6;
 const BOX_SIZE: f32 = 0.1;
+/// The small box to stack: 5 cm, 0.4 m out at −1.6 rad, clear of the sweep.
+const SMALL: f32 = 0.05;
+const SMALL_AT: (f32, f32) = (-1.6, 0.4);
 
 /// Shoulder, elbow and wrist pitch that put the wrist joint at horizontal distance `r` and
 /// height `z` (base frame) with the paddle pointing straight down: planar two-link inverse
@@ -33,34 +37,77 @@ fn reach(r: f32, z: f32) -> [f32; 3] {
     [shoulder, elbow, PI - shoulder - elbow]
 }
 
-/// Joint targets at time `t`: (base yaw, shoulder, elbow, wrist pitch).
-fn plan(t: f32) -> [f32; 4] {
-    let smooth = |a: f32, b: f32, t0: f32, t1: f32| {
-        let s = ((t - t0) / (t1 - t0)).clamp(0.0, 1.0);
-        a + (b - a) * (0.5 - 0.5 * (PI * s).cos())
-    };
-    // The hand reaches 0.045 m either side of its centre along the sweep (the fingers). Lower it
-    // 3.5 cm clear of the box; end the sweep with the box centre on the goal.
+/// A pose of the hand: base yaw (rad), wrist-joint radius and height (m), gripper closed or not.
+#[derive(Clone, Copy)]
+struct Keyframe {
+    t: f32,
+    yaw: f32,
+    radius: f32,
+    height: f32,
+    grip: bool,
+}
+
+const fn key(t: f32, yaw: f32, radius: f32, height: f32, grip: bool) -> Keyframe {
+    Keyframe {
+        t,
+        yaw,
+        radius,
+        height,
+        grip,
+    }
+}
+
+/// The push: turn with the arm tucked in, reach out behind the box, lower, sweep, lift. The hand
+/// reaches 0.045 m either side of its centre along the sweep (the fingers); it is lowered 3.5 cm
+/// clear of the box and stops with the box centre on the goal. At a wrist height of 0.165 m the
+/// finger tips are 1.5 cm above the table.
+fn push_plan() -> Vec<Keyframe> {
     let hand = 0.045;
     let behind = BOX_ANGLE - (BOX_SIZE / 2.0 + hand + 0.035) / REACH;
     let end = GOAL_ANGLE - (BOX_SIZE / 2.0 + hand) / REACH;
-    // Turn first with the arm tucked in, then reach out, lower, sweep, lift.
-    let yaw = if t < 4.0 {
-        smooth(0.0, behind, 0.0, 1.5)
-    } else {
-        smooth(behind, end, 4.0, 9.0)
-    };
-    // Wrist joint 0.165 m up: finger tips 1.5 cm above the table, paddle across the box's side.
-    let height = if t < 9.5 {
-        smooth(0.35, 0.165, 2.5, 4.0)
-    } else {
-        smooth(0.165, 0.35, 9.5, 11.0)
-    };
-    let radius = smooth(0.2, REACH, 1.5, 2.5);
-    // From the upright zero pose, blend into the tucked pose while turning.
-    let blend = smooth(0.0, 1.0, 0.0, 1.5);
-    let [shoulder, elbow, wrist] = reach(radius, height).map(|angle| angle * blend);
-    [yaw, shoulder, elbow, wrist]
+    vec![
+        key(0.0, 0.0, 0.2, 0.35, false),
+        key(1.5, behind, 0.2, 0.35, false),
+        key(2.5, behind, REACH, 0.35, false),
+        key(4.0, behind, REACH, 0.165, false),
+        key(9.0, end, REACH, 0.165, false),
+        key(9.5, end, REACH, 0.165, false),
+        key(11.0, end, REACH, 0.35, false),
+    ]
+}
+
+/// The stack: pick the small box at `(pick_yaw, pick_radius)` on the table and set it on the big
+/// box, found at `(place_yaw, place_radius)`. Wrist at 0.155 m: the fingers span the small box
+/// from 5 mm above the table; 0.26 m sets it on the big box's top.
+fn stack_plan(pick_yaw: f32, pick_radius: f32, place_yaw: f32, place_radius: f32) -> Vec<Keyframe> {
+    vec![
+        key(12.5, pick_yaw, pick_radius, 0.3, false),
+        key(14.0, pick_yaw, pick_radius, 0.155, false),
+        key(15.0, pick_yaw, pick_radius, 0.155, true),
+        key(16.5, pick_yaw, pick_radius, 0.35, true),
+        key(18.5, place_yaw, place_radius, 0.35, true),
+        key(20.0, place_yaw, place_radius, 0.262, true),
+        key(21.0, place_yaw, place_radius, 0.262, false),
+        key(22.5, place_yaw, place_radius, 0.4, false),
+    ]
+}
+
+/// Joint targets at time `t` along `plan` — base yaw, shoulder, elbow, wrist pitch — and the grip.
+fn targets(plan: &[Keyframe], t: f32) -> ([f32; 4], bool) {
+    let next = plan.iter().position(|k| k.t > t).unwrap_or(plan.len() - 1).max(1);
+    let (a, b) = (plan[next - 1], plan[next]);
+    let s = ((t - a.t) / (b.t - a.t)).clamp(0.0, 1.0);
+    let s = 0.5 - 0.5 * (PI * s).cos();
+    let mix = |x: f32, y: f32| x + (y - x) * s;
+    let [shoulder, elbow, wrist] = reach(mix(a.radius, b.radius), mix(a.height, b.height));
+    // From the upright zero pose, blend into the first keyframe's pose while turning.
+    let blend = (t / plan[1].t).clamp(0.0, 1.0).min(1.0);
+    let blend = if next == 1 { 0.5 - 0.5 * (PI * blend).cos() } else { 1.0 };
+    let grip = if s < 1.0 { a.grip } else { b.grip };
+    (
+        [mix(a.yaw, b.yaw), shoulder * blend, elbow * blend, wrist * blend],
+        grip,
+    )
 }
 
 /// Sets a hinge's drive to follow `target` rad moving at `rate` rad/s (the feed-forward rate
@@ -74,6 +121,29 @@ fn set_target(app: &mut App, robot: &SpawnedRobot, joint: &str, target: f32, rat
         drive.target_position = target;
         drive.target_velocity = rate;
     }
+}
+
+/// Contact forces on `body` over the last step: from the robot's links, and from everything else.
+fn contact_forces(
+    world: &bevy_ecs::world::World,
+    body: bevy_ecs::entity::Entity,
+    robot: &SpawnedRobot,
+) -> (Vec3, Vec3) {
+    let dt = 1.0 / 60.0;
+    let (mut from_arm, mut from_rest) = (Vec3::ZERO, Vec3::ZERO);
+    for pair in &world.resource::<Contacts>().pairs {
+        let (force, other) = match (pair.entity1 == body, pair.entity2 == body) {
+            (true, _) => (pair.total_impulse() / dt, pair.entity2),
+            (_, true) => (-pair.total_impulse() / dt, pair.entity1),
+            _ => continue,
+        };
+        if robot.links.values().any(|&link| link == other) {
+            from_arm += force;
+        } else {
+            from_rest += force;
+        }
+    }
+    (from_arm, from_rest)
 }
 
 fn main() {
@@ -109,18 +179,53 @@ fn main() {
         ))
         .id();
     let goal = at(GOAL_ANGLE);
+    let (small_yaw, small_radius) = SMALL_AT;
+    let small = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(SMALL, SMALL, SMALL),
+            Mass(0.1),
+            Friction::new(0.6),
+            Transform::from_xyz(
+                small_radius * small_yaw.cos(),
+                small_radius * small_yaw.sin(),
+                SMALL / 2.0,
+            )
+            .with_rotation(Quat::from_rotation_z(small_yaw)),
+        ))
+        .id();
 
     let names = ["base_yaw", "shoulder", "elbow", "wrist_2"];
     let controlled = robot.clone();
     let reported = robot.clone();
+    let mut plan = push_plan();
     common::run_controlled(
         &mut app,
-        12,
+        24,
         move |app, t| {
+            if t >= 11.0 && plan.len() == push_plan().len() {
+                // Where the push left the big box: set the small one on it there.
+                let big = app.world().get::<Transform>(cargo).unwrap().translation;
+                let place = (big.y.atan2(big.x), big.truncate().length());
+                plan.extend(stack_plan(small_yaw, small_radius, place.0, place.1));
+            }
             let h = 1e-3;
-            let (now, next) = (plan(t), plan(t + h));
+            let ((now, grip), (next, _)) = (targets(&plan, t), targets(&plan, t + h));
             for (k, name) in names.iter().enumerate() {
                 set_target(app, &controlled, name, now[k], (next[k] - now[k]) / h);
+            }
+            // Open: fingers 1 cm out; closed: squeezing with at most 8 N each.
+            for finger in ["finger_left_slide", "finger_right_slide"] {
+                let mut slider = app
+                    .world_mut()
+                    .get_mut::<PrismaticJoint>(controlled.joints[finger])
+                    .unwrap();
+                slider.drive = Some(if grip {
+                    JointDrive::position(-0.03, 2e3, 50.0).with_max_force(8.0)
+                } else {
+                    JointDrive::position(0.01, 2e3, 50.0)
+                });
             }
         },
         move |app| {
@@ -134,37 +239,31 @@ fn main() {
                     tracking = tracking.max((state.position - target).abs());
                 }
             }
-            // Contact forces on the box, from the arm and from the table.
-            let dt = 1.0 / 60.0;
-            let (mut from_arm, mut from_table) = (Vec3::ZERO, Vec3::ZERO);
-            for pair in &world.resource::<Contacts>().pairs {
-                let (force, other) = match (pair.entity1 == cargo, pair.entity2 == cargo) {
-                    (true, _) => (pair.total_impulse() / dt, pair.entity2),
-                    (_, true) => (-pair.total_impulse() / dt, pair.entity1),
-                    _ => continue,
-                };
-                if reported.links.values().any(|&link| link == other) {
-                    from_arm += force;
-                } else {
-                    from_table += force;
-                }
-            }
-            let position = world.get::<Transform>(cargo).unwrap().translation;
+            let (arm_on_big, rest_on_big) = contact_forces(world, cargo, &reported);
+            let (arm_on_small, rest_on_small) = contact_forces(world, small, &reported);
+            let big = world.get::<Transform>(cargo).unwrap().translation;
+            let small_at = world.get::<Transform>(small).unwrap().translation;
             format!(
-                "tracking {tracking:.1e} rad, joint gap {violation:.1e} m, box: arm {:.2} N, table {:.2} N up, \
-                 at {:.3} m, {:+.3} rad ({:.3} m from goal)",
-                from_arm.length(),
-                from_table.z,
-                position.truncate().length(),
-                position.y.atan2(position.x),
-                (position - goal).truncate().length()
+                "tracking {tracking:.1e} rad, joint gap {violation:.1e} m | big box: arm {:.2} N, support {:.2} N, \
+                 {:.3} m from goal | small box: arm {:.2} N, support {:.2} N, height {:.3} m",
+                arm_on_big.length(),
+                rest_on_big.z,
+                (big - goal).truncate().length(),
+                arm_on_small.length(),
+                rest_on_small.z,
+                small_at.z,
             )
         },
     );
     let position = app.world().get::<Transform>(cargo).unwrap().translation;
+    let on_top = app.world().get::<Transform>(small).unwrap().translation;
     println!(
-        "box ends {:.3} m from its goal (it started {:.3} m away)",
+        "big box ends {:.3} m from its goal (it started {:.3} m away); small box at height {:.4} m \
+         (on the big box: {:.4} m), {:.3} m off its centre",
         (position - goal).truncate().length(),
-        (at(BOX_ANGLE) - goal).truncate().length()
+        (at(BOX_ANGLE) - goal).truncate().length(),
+        on_top.z,
+        BOX_SIZE + SMALL / 2.0,
+        (on_top - position).truncate().length()
     );
 }
