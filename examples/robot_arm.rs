@@ -14,7 +14,8 @@ use bevy_app::App;
 use bevy_canal::prelude::*;
 use bevy_canal::urdf::{SpawnedRobot, UrdfOptions, spawn_urdf, urdf_rs};
 
-/// Box and goal: 0.45 m from the base, at −0.6 rad and +0.6 rad about the vertical.
+/// Box and goal: 0.45 m from the base, at −0.6 rad and +0.6 rad about the vertical (0.508 m
+/// apart).
 const REACH: f32 = 0.45;
 const BOX_ANGLE: f32 = -0.6;
 const GOAL_ANGLE: f32 = 0.6;
@@ -37,75 +38,102 @@ fn reach(r: f32, z: f32) -> [f32; 3] {
     [shoulder, elbow, PI - shoulder - elbow]
 }
 
-/// A pose of the hand: base yaw (rad), wrist-joint radius and height (m), gripper closed or not.
+/// A pose of the hand: wrist-joint position `(x, y, height)` in the base frame (m), whether the
+/// fingers close, and whether the paddle keeps its world orientation (the hand's roll cancels
+/// the base yaw) on the way to the next keyframe.
 #[derive(Clone, Copy)]
 struct Keyframe {
     t: f32,
-    yaw: f32,
-    radius: f32,
+    x: f32,
+    y: f32,
     height: f32,
     grip: bool,
+    align: bool,
 }
 
-const fn key(t: f32, yaw: f32, radius: f32, height: f32, grip: bool) -> Keyframe {
+const fn key(t: f32, (x, y): (f32, f32), height: f32, grip: bool, align: bool) -> Keyframe {
     Keyframe {
         t,
-        yaw,
-        radius,
+        x,
+        y,
         height,
         grip,
+        align,
     }
 }
 
-/// The push: turn with the arm tucked in, reach out behind the box, lower, sweep, lift. The hand
-/// reaches 0.045 m either side of its centre along the sweep (the fingers); it is lowered 3.5 cm
-/// clear of the box and stops with the box centre on the goal. At a wrist height of 0.165 m the
-/// finger tips are 1.5 cm above the table.
-fn push_plan() -> Vec<Keyframe> {
-    let hand = 0.045;
-    let behind = BOX_ANGLE - (BOX_SIZE / 2.0 + hand + 0.035) / REACH;
-    let end = GOAL_ANGLE - (BOX_SIZE / 2.0 + hand) / REACH;
+fn polar(angle: f32, radius: f32) -> (f32, f32) {
+    (radius * angle.cos(), radius * angle.sin())
+}
+
+/// The push, along the straight line from the box to the goal (pushing along an arc would let the
+/// box slide off outwards: a pushed box keeps going straight). Tuck in and turn, reach behind the
+/// box, lower, push, lift. The open hand spans 0.05 m either side of its centre along the push; it
+/// comes down 3.5 cm clear of the box and stops with the box centre on the goal. At a wrist height
+/// of 0.165 m the finger tips are 1.5 cm above the table.
+fn push_plan(start: Vec3, goal: Vec3) -> Vec<Keyframe> {
+    let hand = 0.05;
+    let behind = (start.x, start.y - (BOX_SIZE / 2.0 + hand + 0.035));
+    let end = (goal.x, goal.y - (BOX_SIZE / 2.0 + hand));
+    let tucked = (
+        0.2 * behind.0 / behind.0.hypot(behind.1),
+        0.2 * behind.1 / behind.0.hypot(behind.1),
+    );
     vec![
-        key(0.0, 0.0, 0.2, 0.35, false),
-        key(1.5, behind, 0.2, 0.35, false),
-        key(2.5, behind, REACH, 0.35, false),
-        key(4.0, behind, REACH, 0.165, false),
-        key(9.0, end, REACH, 0.165, false),
-        key(9.5, end, REACH, 0.165, false),
-        key(11.0, end, REACH, 0.35, false),
+        key(0.0, (0.2, 0.0), 0.35, false, true),
+        key(1.5, tucked, 0.35, false, true),
+        key(2.5, behind, 0.35, false, true),
+        key(4.0, behind, 0.165, false, true),
+        key(9.0, end, 0.165, false, true),
+        key(9.5, end, 0.165, false, true),
+        key(11.0, end, 0.35, false, false),
     ]
 }
 
-/// The stack: pick the small box at `(pick_yaw, pick_radius)` on the table and set it on the big
-/// box, found at `(place_yaw, place_radius)`. Wrist at 0.155 m: the fingers span the small box
-/// from 5 mm above the table; 0.26 m sets it on the big box's top.
-fn stack_plan(pick_yaw: f32, pick_radius: f32, place_yaw: f32, place_radius: f32) -> Vec<Keyframe> {
+/// The stack: pick the small box at `pick` on the table and set it on the big box at `place`.
+/// Wrist at 0.155 m: the fingers span the small box from 5 mm above the table; 0.262 m sets it on
+/// the big box's top.
+fn stack_plan(pick: (f32, f32), place: (f32, f32)) -> Vec<Keyframe> {
+    // Carry round the base, not across it: a straight chord would fold the arm onto the box.
+    let (a, b) = (pick.1.atan2(pick.0), place.1.atan2(place.0));
+    let via = polar(0.5 * (a + b), 0.5 * (pick.0.hypot(pick.1) + place.0.hypot(place.1)));
     vec![
-        key(12.5, pick_yaw, pick_radius, 0.3, false),
-        key(14.0, pick_yaw, pick_radius, 0.155, false),
-        key(15.0, pick_yaw, pick_radius, 0.155, true),
-        key(16.5, pick_yaw, pick_radius, 0.35, true),
-        key(18.5, place_yaw, place_radius, 0.35, true),
-        key(20.0, place_yaw, place_radius, 0.262, true),
-        key(21.0, place_yaw, place_radius, 0.262, false),
-        key(22.5, place_yaw, place_radius, 0.4, false),
+        key(12.5, pick, 0.3, false, false),
+        key(14.0, pick, 0.155, false, false),
+        key(15.0, pick, 0.155, true, false),
+        key(16.5, pick, 0.35, true, false),
+        key(17.5, via, 0.35, true, false),
+        key(18.5, place, 0.35, true, false),
+        key(20.0, place, 0.262, true, false),
+        key(21.0, place, 0.262, false, false),
+        key(22.5, place, 0.4, false, false),
     ]
 }
 
-/// Joint targets at time `t` along `plan` — base yaw, shoulder, elbow, wrist pitch — and the grip.
-fn targets(plan: &[Keyframe], t: f32) -> ([f32; 4], bool) {
+/// Joint targets at time `t` along `plan` — base yaw, shoulder, elbow, wrist pitch, hand roll —
+/// and the grip.
+fn targets(plan: &[Keyframe], t: f32) -> ([f32; 5], bool) {
     let next = plan.iter().position(|k| k.t > t).unwrap_or(plan.len() - 1).max(1);
     let (a, b) = (plan[next - 1], plan[next]);
     let s = ((t - a.t) / (b.t - a.t)).clamp(0.0, 1.0);
     let s = 0.5 - 0.5 * (PI * s).cos();
-    let mix = |x: f32, y: f32| x + (y - x) * s;
-    let [shoulder, elbow, wrist] = reach(mix(a.radius, b.radius), mix(a.height, b.height));
+    let mix = |p: f32, q: f32| p + (q - p) * s;
+    let (x, y) = (mix(a.x, b.x), mix(a.y, b.y));
+    let yaw = y.atan2(x);
+    let [shoulder, elbow, wrist] = reach(x.hypot(y), mix(a.height, b.height));
+    // With the hand pointing down, its roll turns the paddle about −Z: rolling by the yaw keeps
+    // the paddle's world orientation. Keyframes that do not align roll back to 0.
+    let roll_at = |k: Keyframe| if k.align { k.y.atan2(k.x) } else { 0.0 };
+    let roll = if a.align && b.align {
+        yaw
+    } else {
+        mix(roll_at(a), roll_at(b))
+    };
     // From the upright zero pose, blend into the first keyframe's pose while turning.
-    let blend = (t / plan[1].t).clamp(0.0, 1.0).min(1.0);
-    let blend = if next == 1 { 0.5 - 0.5 * (PI * blend).cos() } else { 1.0 };
+    let blend = if next == 1 { 0.5 - 0.5 * (PI * s).cos() } else { 1.0 };
     let grip = if s < 1.0 { a.grip } else { b.grip };
     (
-        [mix(a.yaw, b.yaw), shoulder * blend, elbow * blend, wrist * blend],
+        [yaw, shoulder * blend, elbow * blend, wrist * blend, roll * blend],
         grip,
     )
 }
@@ -175,7 +203,7 @@ fn main() {
             Collider::cuboid(BOX_SIZE, BOX_SIZE, BOX_SIZE),
             Mass(0.5),
             Friction::new(0.4),
-            Transform::from_translation(at(BOX_ANGLE)).with_rotation(Quat::from_rotation_z(BOX_ANGLE)),
+            Transform::from_translation(at(BOX_ANGLE)),
         ))
         .id();
     let goal = at(GOAL_ANGLE);
@@ -196,19 +224,19 @@ fn main() {
         ))
         .id();
 
-    let names = ["base_yaw", "shoulder", "elbow", "wrist_2"];
+    let names = ["base_yaw", "shoulder", "elbow", "wrist_2", "wrist_3"];
     let controlled = robot.clone();
     let reported = robot.clone();
-    let mut plan = push_plan();
+    let mut plan = push_plan(at(BOX_ANGLE), goal);
+    let pushing = plan.len();
     common::run_controlled(
         &mut app,
         24,
         move |app, t| {
-            if t >= 11.0 && plan.len() == push_plan().len() {
+            if t >= 11.0 && plan.len() == pushing {
                 // Where the push left the big box: set the small one on it there.
                 let big = app.world().get::<Transform>(cargo).unwrap().translation;
-                let place = (big.y.atan2(big.x), big.truncate().length());
-                plan.extend(stack_plan(small_yaw, small_radius, place.0, place.1));
+                plan.extend(stack_plan(polar(small_yaw, small_radius), (big.x, big.y)));
             }
             let h = 1e-3;
             let ((now, grip), (next, _)) = (targets(&plan, t), targets(&plan, t + h));
