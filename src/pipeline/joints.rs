@@ -17,7 +17,7 @@ use super::world::SimBody;
 use crate::components::{
     FixedJoint, JointAnchors, JointDrive, JointLimits, PrismaticJoint, RevoluteJoint, SphericalJoint,
 };
-use crate::solver::{Cone, ConstraintRows, ContactSide, Solution, SolverConstraint};
+use crate::solver::{Cone, ConstraintRows, ContactSide, Solution, Solver, SolverBody, SolverConstraint, StepProblem};
 
 /// What a joint locks.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -261,12 +261,13 @@ pub(crate) fn geometry(joint: &SimJoint, b1: &SimBody, b2: &SimBody) -> JointGeo
 }
 
 /// The joint's blocks at the bodies' current poses, each biased to remove its position error in
-/// one step of `dt`; `push(block_index, constraint)` receives them.
+/// one step of `dt`; `sides` names the two solver sides given the joint's geometry, and
+/// `push(block_index, constraint)` receives the blocks.
 pub(crate) fn blocks(
     joint: &SimJoint,
     bodies: &[SimBody],
-    sides: [ContactSide; 2],
     dt: f64,
+    sides: impl FnOnce(&JointGeometry) -> [ContactSide; 2],
     mut push: impl FnMut(usize, SolverConstraint),
 ) {
     let (b1, b2) = (&bodies[joint.body1], &bodies[joint.body2]);
@@ -279,7 +280,7 @@ pub(crate) fn blocks(
         count,
     };
     let separation = g.anchor1 - g.anchor2;
-    let [s1, s2] = sides;
+    let [s1, s2] = sides(&g);
     let new = |block, rows| SolverConstraint::new(id(block), s1, s2, rows);
     let hold_orientation = |axes: [DVec3; 3], count: usize| {
         let mut bias = DVec3::ZERO;
@@ -384,6 +385,18 @@ pub(crate) fn side(body: &SimBody, local: usize, point: DVec3) -> ContactSide {
 /// Joint position error the projection stops at, m (rad on angular rows).
 const POSITION_TOLERANCE: f64 = 1e-10;
 
+/// The post-step projection's buffers, kept between steps.
+#[derive(Default)]
+pub(crate) struct JointProjection {
+    problem: StepProblem,
+    solver: Solver,
+    solution: Solution,
+    /// Step body index of each projected body.
+    members: Vec<usize>,
+    /// Projection index of each step body, `usize::MAX` if not projected.
+    local: Vec<usize>,
+}
+
 /// Post-step projection: moves jointed dynamic bodies, mass-weighted and without touching their
 /// velocities, until every joint's position error is below [`POSITION_TOLERANCE`]. Each pass is
 /// one Gauss–Newton step on the constraint manifold; light links turned by a heavy load need a
@@ -394,46 +407,49 @@ pub(crate) fn project_positions(world: &mut PhysicsWorld) {
         return;
     }
     let dt = world.dt;
-    let mut local = vec![usize::MAX; world.bodies.len()];
-    let mut problem = std::mem::take(&mut world.projection_problem);
-    let mut solution = Solution::default();
-    for _ in 0..PASSES {
-        problem.bodies.clear();
-        problem.contacts.clear();
-        problem.constraints.clear();
-        problem.dt = dt;
-        let mut members = Vec::new();
-        for joint in &world.joints {
-            for b in [joint.body1, joint.body2] {
-                if world.bodies[b].kind.is_dynamic() && local[b] == usize::MAX {
-                    local[b] = members.len();
-                    members.push(b);
-                    let mut body = super::solve::solver_body(&world.bodies[b]);
-                    body.linear_velocity = DVec3::ZERO;
-                    body.angular_velocity = DVec3::ZERO;
-                    body.linear_impulse = DVec3::ZERO;
-                    body.angular_impulse = DVec3::ZERO;
-                    problem.bodies.push(body);
-                }
+    let p = &mut world.projection;
+    p.solver.settings.warm_start = false;
+    p.members.clear();
+    p.local.clear();
+    p.local.resize(world.bodies.len(), usize::MAX);
+    for joint in &world.joints {
+        for b in [joint.body1, joint.body2] {
+            if world.bodies[b].kind.is_dynamic() && p.local[b] == usize::MAX {
+                p.local[b] = p.members.len();
+                p.members.push(b);
             }
         }
+    }
+    for _ in 0..PASSES {
+        // At rest and unloaded: the solve's velocities times dt are the position correction.
+        p.problem.bodies.clear();
+        p.problem.bodies.extend(p.members.iter().map(|&b| {
+            let body = &world.bodies[b];
+            SolverBody::new(body.mass, body.world_inertia(), body.center_of_mass())
+        }));
+        p.problem.constraints.clear();
+        p.problem.dt = dt;
         for joint in &world.joints {
-            let sides = [joint.body1, joint.body2].map(|b| {
-                let body = &world.bodies[b];
-                if body.kind.is_dynamic() {
-                    ContactSide::Body(local[b])
-                } else {
-                    ContactSide::STATIC
-                }
-            });
+            let local = &p.local;
+            let sides = |_: &JointGeometry| {
+                [joint.body1, joint.body2].map(|b| {
+                    if local[b] == usize::MAX {
+                        ContactSide::STATIC
+                    } else {
+                        ContactSide::Body(local[b])
+                    }
+                })
+            };
             // Drives are forces, not constraints: the projection restores only what joints lock.
-            blocks(joint, &world.bodies, sides, dt, |_, c| {
+            let constraints = &mut p.problem.constraints;
+            blocks(joint, &world.bodies, dt, sides, |_, c| {
                 if !matches!(c.cone, Cone::Drive { .. }) {
-                    problem.constraints.push(c);
+                    constraints.push(c);
                 }
             });
         }
-        let error = problem
+        let error = p
+            .problem
             .constraints
             .iter()
             .map(|c| match c.cone {
@@ -445,18 +461,10 @@ pub(crate) fn project_positions(world: &mut PhysicsWorld) {
         if error <= POSITION_TOLERANCE {
             break;
         }
-        world.projection_solver.settings = crate::solver::SolverSettings {
-            warm_start: false,
-            ..world.projection_solver.settings
-        };
-        world.projection_solver.solve(&problem, &mut solution);
-        for (k, &b) in members.iter().enumerate() {
-            let v = solution.velocities[k];
+        p.solver.solve(&p.problem, &mut p.solution);
+        for (k, &b) in p.members.iter().enumerate() {
+            let v = p.solution.velocities[k];
             super::integrate::advance_by(&mut world.bodies[b], v.linear * dt, v.angular * dt);
         }
-        for &b in &members {
-            local[b] = usize::MAX;
-        }
     }
-    world.projection_problem = problem;
 }

@@ -181,12 +181,14 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
             .into_iter()
             .find(|&b| world.bodies[b].kind.is_dynamic());
         let Some(anchor) = dynamic else { continue };
-        let geometry = super::joints::geometry(joint, &world.bodies[joint.body1], &world.bodies[joint.body2]);
-        let sides = [(joint.body1, geometry.anchor1), (joint.body2, geometry.anchor2)]
-            .map(|(b, point)| super::joints::side(&world.bodies[b], local[b], point));
+        let bodies = &world.bodies;
+        let sides = |g: &super::joints::JointGeometry| {
+            [(joint.body1, g.anchor1), (joint.body2, g.anchor2)]
+                .map(|(b, point)| super::joints::side(&bodies[b], local[b], point))
+        };
         let island = &mut world.islands[island_of[anchor]];
         let warm = &world.joint_warm;
-        super::joints::blocks(joint, &world.bodies, sides, world.dt, |block, constraint| {
+        super::joints::blocks(joint, bodies, world.dt, sides, |block, constraint| {
             island.joint_blocks.push((j, block));
             let warm_impulse = warm.get(&constraint.id).copied();
             island

@@ -129,6 +129,5 @@ pub(crate) struct PhysicsWorld {
     pub joint_filter: HashSet<(Entity, Entity)>,
     /// Row impulses of last step's joint blocks, by block id, for warm starting.
     pub joint_warm: HashMap<u64, DVec3>,
-    pub projection_problem: crate::solver::StepProblem,
-    pub projection_solver: crate::solver::Solver,
+    pub projection: super::joints::JointProjection,
 }
