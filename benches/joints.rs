@@ -9,70 +9,23 @@ use std::time::{Duration, Instant};
 
 use bevy_app::prelude::*;
 use bevy_canal::prelude::*;
-use bevy_canal::urdf::{UrdfOptions, spawn_urdf, urdf_rs};
 use bevy_ecs::prelude::*;
-use bevy_time::{Fixed, Time, TimePlugin};
 use criterion::{Criterion, criterion_group, criterion_main};
 
-fn app() -> App {
-    let mut app = App::new();
-    app.add_plugins((
-        TaskPoolPlugin::default(),
-        TimePlugin,
-        bevy_transform::TransformPlugin,
-        CanalPhysicsPlugin,
-    ));
-    app.insert_resource(Time::<Fixed>::from_hz(60.0));
-    app
-}
+#[path = "../tests/app/mod.rs"]
+mod app;
+use app::joints;
 
-/// 20 links of 1 kg, 0.1 m each, from a fixed pivot along `direction`, ending in a bob.
+/// A 20-link chain from the pivot along `direction`, ending in a bob of `bob_mass` kg.
 fn chain(bob_mass: f32, direction: Vec3) -> (App, Vec<Entity>) {
-    let mut app = app();
-    let top = Vec3::new(0.0, 5.0, 0.0);
-    let mut above = app
-        .world_mut()
-        .spawn((RigidBody::Static, Transform::from_translation(top)))
-        .id();
-    let direction = direction.normalize();
-    let rotation = Quat::from_rotation_arc(Vec3::NEG_Y, direction);
-    let (length, mut anchor_above, mut joints) = (0.1, Vec3::ZERO, Vec::new());
-    for i in 0..20 {
-        let link = app
-            .world_mut()
-            .spawn((
-                RigidBody::Dynamic,
-                Collider::cuboid(0.02, length, 0.02),
-                Mass(1.0),
-                Transform::from_translation(top + direction * length * (i as f32 + 0.5)).with_rotation(rotation),
-            ))
-            .id();
-        let joint = SphericalJoint::new(above, link)
-            .with_local_anchor1(anchor_above)
-            .with_local_anchor2(Vec3::new(0.0, length / 2.0, 0.0));
-        joints.push(app.world_mut().spawn(joint).id());
-        above = link;
-        anchor_above = Vec3::new(0.0, -length / 2.0, 0.0);
-    }
-    let bob = app
-        .world_mut()
-        .spawn((
-            RigidBody::Dynamic,
-            Collider::sphere(0.05),
-            Mass(bob_mass),
-            Transform::from_translation(top + direction * (length * 20.0 + 0.05)),
-        ))
-        .id();
-    let joint = SphericalJoint::new(above, bob)
-        .with_local_anchor1(anchor_above)
-        .with_local_anchor2(-direction * 0.05);
-    joints.push(app.world_mut().spawn(joint).id());
+    let mut app = app::app(60.0);
+    let joints = joints::chain(&mut app, 20, bob_mass, direction);
     (app, joints)
 }
 
 /// The shipped arm on a table, driven to a bent pose under gravity, a box resting beside it.
 fn arm() -> (App, Vec<Entity>) {
-    let mut app = app();
+    let mut app = app::app(60.0);
     app.insert_resource(Gravity(Vec3::new(0.0, 0.0, -9.81)));
     app.world_mut().spawn((
         RigidBody::Static,
@@ -85,23 +38,12 @@ fn arm() -> (App, Vec<Entity>) {
         Mass(0.5),
         Transform::from_xyz(0.45, 0.0, 0.05),
     ));
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/assets");
-    let robot = urdf_rs::read_file(format!("{dir}/canal_arm.urdf")).expect("URDF");
-    let options = UrdfOptions {
-        mesh_directory: dir.into(),
-        ..Default::default()
-    };
-    let spawned = spawn_urdf(app.world_mut(), &robot, &options).expect("arm");
-    let pose = [("shoulder", 0.5), ("elbow", 1.0), ("wrist_2", 0.8)];
-    for name in &spawned.actuated {
-        let target = pose.iter().find(|(n, _)| n == name).map_or(0.0, |(_, t)| *t);
-        let mut entity = app.world_mut().entity_mut(spawned.joints[name]);
-        if let Some(mut hinge) = entity.get_mut::<RevoluteJoint>() {
-            hinge.drive = Some(JointDrive::position(target, 2e4, 1e3).with_max_force(200.0));
-        } else if let Some(mut slider) = entity.get_mut::<PrismaticJoint>() {
-            slider.drive = Some(JointDrive::position(0.0, 2e3, 50.0));
-        }
-    }
+    let (_, spawned) = joints::spawn_arm(&mut app);
+    joints::drive_arm(
+        &mut app,
+        &spawned,
+        &[("shoulder", 0.5), ("elbow", 1.0), ("wrist_2", 0.8)],
+    );
     let joints = spawned.actuated.iter().map(|n| spawned.joints[n]).collect();
     (app, joints)
 }

@@ -6,19 +6,12 @@ mod app;
 
 use std::f64::consts::TAU;
 
+use app::joints::{PIVOT, chain, pivot};
 use app::*;
 use bevy_app::App;
 use bevy_canal::prelude::*;
 use bevy_ecs::prelude::*;
 use bevy_math::{Quat, Vec3};
-
-const PIVOT: Vec3 = Vec3::new(0.0, 5.0, 0.0);
-
-fn pivot(app: &mut App) -> Entity {
-    app.world_mut()
-        .spawn((RigidBody::Static, Transform::from_translation(PIVOT)))
-        .id()
-}
 
 /// A small heavy ball hanging `length` below the pivot, swung out by `angle` about Z.
 fn pendulum(app: &mut App, length: f32, angle: f32) -> (Entity, Entity) {
@@ -87,51 +80,6 @@ fn wide_swing_keeps_the_bob_on_its_circle() {
     assert!(worst < 1e-5);
     // It really swung through the bottom of the circle.
     assert!((lowest - (f64::from(PIVOT.y) - f64::from(length))).abs() < 1e-3);
-}
-
-/// A chain of `links` rods of 1 kg, each 0.1 m, laid out from the pivot along `direction`, with a
-/// bob of `bob_mass` kg at the end; returns the joints.
-fn chain(app: &mut App, links: usize, bob_mass: f32, direction: Vec3) -> Vec<Entity> {
-    let pivot = pivot(app);
-    let length = 0.1;
-    let direction = direction.normalize();
-    let rotation = Quat::from_rotation_arc(Vec3::NEG_Y, direction);
-    let mut joints = Vec::new();
-    let mut above = pivot;
-    let mut anchor_above = Vec3::ZERO;
-    for i in 0..links {
-        let centre = PIVOT + direction * length * (i as f32 + 0.5);
-        let link = app
-            .world_mut()
-            .spawn((
-                RigidBody::Dynamic,
-                Collider::cuboid(0.02, length, 0.02),
-                Mass(1.0),
-                Transform::from_translation(centre).with_rotation(rotation),
-            ))
-            .id();
-        let joint = SphericalJoint::new(above, link)
-            .with_local_anchor1(anchor_above)
-            .with_local_anchor2(Vec3::new(0.0, length / 2.0, 0.0));
-        joints.push(app.world_mut().spawn(joint).id());
-        above = link;
-        anchor_above = Vec3::new(0.0, -length / 2.0, 0.0);
-    }
-    let end = PIVOT + direction * (length * links as f32 + 0.05);
-    let bob = app
-        .world_mut()
-        .spawn((
-            RigidBody::Dynamic,
-            Collider::sphere(0.05),
-            Mass(bob_mass),
-            Transform::from_translation(end),
-        ))
-        .id();
-    let joint = SphericalJoint::new(above, bob)
-        .with_local_anchor1(anchor_above)
-        .with_local_anchor2(-direction * 0.05);
-    joints.push(app.world_mut().spawn(joint).id());
-    joints
 }
 
 fn worst_separation_over(app: &mut App, joints: &[Entity], steps: usize) -> f64 {

@@ -3,22 +3,11 @@
 
 mod app;
 
+use app::joints::{drive_arm, spawn_arm};
 use app::*;
 use bevy_canal::prelude::*;
-use bevy_canal::urdf::{SpawnedRobot, UrdfOptions, spawn_urdf, urdf_rs};
+use bevy_canal::urdf::urdf_rs;
 use bevy_math::{Quat, Vec3};
-
-const ARM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/canal_arm.urdf");
-
-fn spawn_arm(app: &mut bevy_app::App) -> (urdf_rs::Robot, SpawnedRobot) {
-    let robot = urdf_rs::read_file(ARM).expect("the shipped URDF parses");
-    let options = UrdfOptions {
-        mesh_directory: concat!(env!("CARGO_MANIFEST_DIR"), "/assets").into(),
-        ..Default::default()
-    };
-    let spawned = spawn_urdf(app.world_mut(), &robot, &options).expect("the shipped arm spawns");
-    (robot, spawned)
-}
 
 #[test]
 fn shipped_arm_matches_its_file() {
@@ -85,16 +74,7 @@ fn driven_arm_holds_its_pose_under_gravity() {
     let (_, spawned) = spawn_arm(&mut app);
     // Tilt the shoulder target so gravity loads every joint below the wrist.
     let targets = [("shoulder", 0.4), ("elbow", 0.6), ("wrist_2", -0.3)];
-    for name in &spawned.actuated {
-        let entity = spawned.joints[name];
-        let target = targets.iter().find(|(n, _)| n == name).map_or(0.0, |(_, t)| *t);
-        let mut joint = app.world_mut().entity_mut(entity);
-        if let Some(mut hinge) = joint.get_mut::<RevoluteJoint>() {
-            hinge.drive = Some(JointDrive::position(target, 2e4, 1e3).with_max_force(100.0));
-        } else if let Some(mut slider) = joint.get_mut::<PrismaticJoint>() {
-            slider.drive = Some(JointDrive::position(0.0, 2e4, 1e3));
-        }
-    }
+    drive_arm(&mut app, &spawned, &targets);
     let mut worst_separation = 0.0_f32;
     for _ in 0..180 {
         step(&mut app, 1);

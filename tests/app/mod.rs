@@ -1,6 +1,8 @@
 //! A headless app stepping physics by hand, as tests and tools do.
 #![allow(dead_code)]
 
+pub mod joints;
+
 use std::time::Duration;
 
 use bevy_app::prelude::*;
