@@ -189,13 +189,11 @@ fn main() {
         ..Default::default()
     };
     let robot = spawn_urdf(app.world_mut(), &urdf, &options).expect("arm");
+    // Every hinge holds 0 until the plan moves it; the fingers' drives are set by the control.
     for joint in &robot.actuated {
         set_target(&mut app, &robot, joint, 0.0, 0.0);
-        if let Some(mut slider) = app.world_mut().get_mut::<PrismaticJoint>(robot.joints[joint]) {
-            slider.drive = Some(JointDrive::position(0.0, 2e3, 50.0));
-        }
     }
-    let at = |angle: f32| Vec3::new(REACH * angle.cos(), REACH * angle.sin(), BOX_SIZE / 2.0);
+    let at = |angle: f32| bevy_math::Vec2::from(polar(angle, REACH)).extend(BOX_SIZE / 2.0);
     let cargo = app
         .world_mut()
         .spawn((
@@ -215,12 +213,8 @@ fn main() {
             Collider::cuboid(SMALL, SMALL, SMALL),
             Mass(0.1),
             Friction::new(0.6),
-            Transform::from_xyz(
-                small_radius * small_yaw.cos(),
-                small_radius * small_yaw.sin(),
-                SMALL / 2.0,
-            )
-            .with_rotation(Quat::from_rotation_z(small_yaw)),
+            Transform::from_translation(bevy_math::Vec2::from(polar(small_yaw, small_radius)).extend(SMALL / 2.0))
+                .with_rotation(Quat::from_rotation_z(small_yaw)),
         ))
         .id();
 
