@@ -371,17 +371,6 @@ pub(crate) fn accumulate(joint: &mut SimJoint, constraint: &SolverConstraint, ro
     }
 }
 
-/// The solver side of a body in a joint problem: its index there if it is dynamic.
-pub(crate) fn side(body: &SimBody, local: usize, point: DVec3) -> ContactSide {
-    if body.kind.is_dynamic() {
-        ContactSide::Body(local)
-    } else {
-        ContactSide::Fixed {
-            velocity: body.point_velocity(point),
-        }
-    }
-}
-
 /// Joint position error the projection stops at, m (rad on angular rows).
 const POSITION_TOLERANCE: f64 = 1e-10;
 

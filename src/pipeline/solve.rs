@@ -54,6 +54,23 @@ pub(crate) fn solver_body(body: &SimBody) -> SolverBody {
     }
 }
 
+/// A contact's or joint's side in its island's problem: the body's island index if it is dynamic,
+/// else a fixed side moving with the body's velocity at `point`.
+fn solver_side(body: &SimBody, local: usize, point: DVec3) -> ContactSide {
+    if body.kind.is_dynamic() {
+        ContactSide::Body(local)
+    } else {
+        ContactSide::Fixed {
+            velocity: body.point_velocity(point),
+        }
+    }
+}
+
+/// The first of two bodies that is dynamic: it names the island a contact or joint belongs to.
+fn first_dynamic(bodies: &[SimBody], a: usize, b: usize) -> Option<usize> {
+    [a, b].into_iter().find(|&i| bodies[i].kind.is_dynamic())
+}
+
 /// Gaps below this count as touching, m: a speculative contact ends its step at gap ≈ 0 up to
 /// `f32` round-off of the shapes' poses.
 const TOUCHING: f64 = 1e-5;
@@ -139,10 +156,9 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
     }
     world.impacts_next.clear();
     for (c, contact) in world.contacts.iter().enumerate() {
-        let dynamic = [contact.body1, contact.body2]
-            .into_iter()
-            .find(|&b| world.bodies[b].kind.is_dynamic());
-        let Some(anchor) = dynamic else { continue };
+        let Some(anchor) = first_dynamic(&world.bodies, contact.body1, contact.body2) else {
+            continue;
+        };
         let impact = impact_velocity(
             &world.bodies,
             &world.impacts,
@@ -150,16 +166,7 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
             world.dt,
             contact,
         );
-        let side = |b: usize| {
-            let body = &world.bodies[b];
-            if body.kind.is_dynamic() {
-                ContactSide::Body(local[b])
-            } else {
-                ContactSide::Fixed {
-                    velocity: body.point_velocity(contact.point),
-                }
-            }
-        };
+        let side = |b: usize| solver_side(&world.bodies[b], local[b], contact.point);
         let island = &mut world.islands[island_of[anchor]];
         island.contacts.push(c);
         island.problem.contacts.push(
@@ -177,14 +184,13 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
         );
     }
     for (j, joint) in world.joints.iter().enumerate() {
-        let dynamic = [joint.body1, joint.body2]
-            .into_iter()
-            .find(|&b| world.bodies[b].kind.is_dynamic());
-        let Some(anchor) = dynamic else { continue };
+        let Some(anchor) = first_dynamic(&world.bodies, joint.body1, joint.body2) else {
+            continue;
+        };
         let bodies = &world.bodies;
         let sides = |g: &super::joints::JointGeometry| {
             [(joint.body1, g.anchor1), (joint.body2, g.anchor2)]
-                .map(|(b, point)| super::joints::side(&bodies[b], local[b], point))
+                .map(|(b, point)| solver_side(&bodies[b], local[b], point))
         };
         let island = &mut world.islands[island_of[anchor]];
         let warm = &world.joint_warm;
