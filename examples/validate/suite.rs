@@ -338,35 +338,7 @@ pub fn stop_distance(v0: f64, mu: f64) -> Vec<Check> {
 /// A ball of restitution `e` dropped from `h0` m onto ground of the same restitution at `hz`:
 /// the first rebound peaks at `e² h₀`.
 pub fn bounce(e: f64, h0: f64, hz: f64) -> Check {
-    let radius = 0.1_f32;
-    let mut app = app(hz);
-    app.world_mut().spawn((
-        RigidBody::Static,
-        Collider::cuboid(10.0, 1.0, 10.0),
-        Restitution::new(e as f32),
-        Transform::from_xyz(0.0, -0.5, 0.0),
-    ));
-    let ball = app
-        .world_mut()
-        .spawn((
-            RigidBody::Dynamic,
-            Collider::sphere(radius),
-            Restitution::new(e as f32),
-            Transform::from_xyz(0.0, radius + h0 as f32, 0.0),
-        ))
-        .id();
-    let (mut bounced, mut peak) = (false, 0.0_f64);
-    for _ in 0..(4.0 * hz) as usize {
-        step(&mut app, 1);
-        let state = precise(&app, ball);
-        bounced |= state.linear_velocity.y > 0.0;
-        if bounced {
-            peak = peak.max(state.translation.y - radius as f64);
-            if state.linear_velocity.y < 0.0 {
-                break;
-            }
-        }
-    }
+    let peak = first_rebound(e, h0, hz).unwrap_or(0.0);
     Check::new(
         format!("ball e = {e} dropped from {h0} m ({hz} Hz): rebound height against e²h₀"),
         peak,

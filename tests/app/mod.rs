@@ -61,3 +61,39 @@ pub fn transform(app: &App, entity: Entity) -> Transform {
 pub fn stats(app: &App) -> SolverStats {
     *app.world().resource::<SolverStats>()
 }
+
+/// Drops a ball of radius 0.1 m and restitution `e` from `h0` m (its lowest point) onto ground of
+/// the same restitution, stepping at `hz`; the peak height of its first rebound, or `None` if it
+/// has not bounced within 4 s.
+pub fn first_rebound(e: f64, h0: f64, hz: f64) -> Option<f64> {
+    let radius = 0.1_f32;
+    let mut app = app(hz);
+    app.world_mut().spawn((
+        RigidBody::Static,
+        Collider::cuboid(10.0, 1.0, 10.0),
+        Restitution::new(e as f32),
+        Transform::from_xyz(0.0, -0.5, 0.0),
+    ));
+    let ball = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::sphere(radius),
+            Restitution::new(e as f32),
+            Transform::from_xyz(0.0, radius + h0 as f32, 0.0),
+        ))
+        .id();
+    let (mut bounced, mut peak) = (false, 0.0_f64);
+    for _ in 0..(4.0 * hz) as usize {
+        step(&mut app, 1);
+        let state = precise(&app, ball);
+        bounced |= state.linear_velocity.y > 0.0;
+        if bounced {
+            peak = peak.max(state.translation.y - f64::from(radius));
+            if state.linear_velocity.y < 0.0 {
+                break;
+            }
+        }
+    }
+    bounced.then_some(peak)
+}
