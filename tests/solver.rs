@@ -193,8 +193,7 @@ fn random_well_posed_problems_converge() {
     );
     println!("outer iterations  min/median/p90/p99/max: {:?}", quantiles(&mut outer));
     println!("newton iterations min/median/p90/p99/max: {:?}", quantiles(&mut newton));
-    // The issue asks for all; two seeds (a wandering shift iteration) still miss the budget.
-    assert!(failed.len() <= 2, "not converged: {failed:?}");
+    assert!(failed.is_empty(), "not converged: {failed:?}");
 }
 
 #[test]
@@ -255,13 +254,14 @@ fn newton_converges_quadratically_near_the_solution() {
         let g: Vec<f64> = trace.iter().filter(|t| t.outer == outer).map(|t| t.gradient).collect();
         let shown: Vec<String> = g.iter().map(|x| format!("{x:.2e}")).collect();
         println!("outer {outer}: gradients {shown:?}");
-        // The run's final step above round-off, once in the asymptotic range (below 1e-3 m/s),
-        // squares the error (g₊ ≤ 100 g²; a linear rate r would need g ≤ r/100). Earlier steps may
-        // still change the active set.
-        let above: Vec<f64> = g.iter().copied().filter(|x| *x > 1e-13).collect();
-        if let [.., before, last] = above[..]
-            && before < 1e-3
-        {
+        // The run's last step from the asymptotic range (below 1e-3 m/s) squares the error
+        // (g₊ ≤ 100 g²; a linear rate r would need g ≤ r/100), counting a step that lands at
+        // round-off. Steps from below 3e-8, where 100 g² is itself round-off, cannot be judged;
+        // earlier steps may still change the active set.
+        let judged = g
+            .windows(2)
+            .rfind(|pair| pair[0] < 1e-3 && 100.0 * pair[0] * pair[0] > 1e-13);
+        if let Some(&[before, last]) = judged {
             assert!(
                 last <= 100.0 * before * before,
                 "outer {outer}: not quadratic: {shown:?}"

@@ -100,6 +100,35 @@ impl NewtonSolver {
         (&self.projected, &self.y)
     }
 
+    /// `xᵢ = λᵢ − βᵢ yᵢ` per contact at the last evaluated iterate.
+    pub fn last_arguments(&self) -> &[Vector3<f64>] {
+        &self.x
+    }
+
+    /// `βᵢ ∂Π(xᵢ)` per contact at the last evaluated iterate.
+    pub fn last_weights(&self) -> &[Matrix3<f64>] {
+        &self.weights
+    }
+
+    /// How the surrogate's minimiser moves with the listed contacts' frozen shifts: `out[k]`
+    /// becomes `∂v/∂δⱼ = −H⁻¹ Jⱼᵀ βⱼ ∂Πⱼ e_n` for `j = contacts[k]`, with `H` factored at the last
+    /// evaluated iterate. Each `out[k]` must already have the problem's size.
+    pub fn shift_response(
+        &mut self,
+        asm: &Assembled,
+        contacts: &[usize],
+        out: &mut [DVector<f64>],
+    ) -> Result<(), NotPositiveDefinite> {
+        self.system.factor(asm, &self.weights)?;
+        for (column, &j) in out.iter_mut().zip(contacts) {
+            column.fill(0.0);
+            let normal_weight: Vector3<f64> = self.weights[j].column(0).into();
+            asm.add_jacobian_transpose(j, &(-normal_weight), column);
+            self.system.solve_in_place(column);
+        }
+        Ok(())
+    }
+
     /// Minimises the surrogate from `v`, in place. Always ends on an evaluation of the returned
     /// `v`, which [`Self::last_evaluation`] exposes.
     pub fn minimize(

@@ -1,0 +1,173 @@
+//! Newton's method on the shift fixed point (an addition to design note §3.6).
+//!
+//! With every multiplier frozen, the outer loop is the fixed point `δ = S(δ)` of the de Saxcé
+//! shifts, `Sᵢ(δ) = μᵢ ‖w_t,ᵢ(v(δ))‖`, where `v(δ)` minimises the surrogate. On one sliding contact
+//! it contracts by μ²/(1+μ²); on many coupled sliding contacts it can contract slowly or not at
+//! all. Differentiating the surrogate's optimality condition `∇Φ(v; δ) = 0` gives how `v` moves
+//! with each shift, `∂v/∂δⱼ = −H⁻¹ Jⱼᵀ βⱼ ∂Πⱼ e_n`, with `H` the Newton matrix already built; so
+//! over the sliding contacts `Q` one step solves `(I − ∂S/∂δ) Δ = S(δ) − δ`, a dense `|Q|×|Q|`
+//! system, and moves the multipliers by the same linearisation.
+//!
+//! Owns its buffers; reads the assembled problem and the Newton solver's last evaluation, and
+//! writes only the proposed `(λ, δ)`. Whether to take the step is the outer loop's decision.
+
+use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
+use faer::linalg::lu::partial_pivoting::{factor, solve};
+use faer::{MatMut, Par};
+use nalgebra::{DVector, Vector3};
+
+use super::assembly::Assembled;
+use super::cone::{self, Cone, ConeRegime};
+use super::newton::NewtonSolver;
+
+/// A step more than this many times the plain update's largest change is not trusted: the
+/// linearisation has crossed a regime change (a contact opening or starting to stick).
+const MAX_STEP_RATIO: f64 = 10.0;
+
+/// Tangential speeds below this have no direction to differentiate, m/s.
+const MIN_SLIDING_SPEED: f64 = 1e-9;
+
+/// What one outer iteration left: the iterate's contact velocities and the plain update.
+pub(crate) struct ShiftIterate<'a> {
+    pub cones: &'a [Cone],
+    /// Unshifted `wᵢ = Jᵢ v + eᵢ` at the surrogate's minimiser.
+    pub velocity: &'a [Vector3<f64>],
+    /// The shifts the surrogate was built with, and `S(δ)`.
+    pub shift: &'a [f64],
+    pub shift_next: &'a [f64],
+    /// The multiplier update `Π(λ − β(J v + ê))`.
+    pub lambda_next: &'a [Vector3<f64>],
+}
+
+#[derive(Default)]
+pub(crate) struct ShiftNewton {
+    sliding: Vec<usize>,
+    /// `∂v/∂δⱼ` per sliding contact.
+    columns: Vec<DVector<f64>>,
+    moved: DVector<f64>,
+    /// `I − ∂S/∂δ`, column-major, then its LU factors.
+    matrix: Vec<f64>,
+    step: Vec<f64>,
+    perm: Vec<usize>,
+    perm_inv: Vec<usize>,
+    stack: Option<MemBuffer>,
+    stack_size: usize,
+}
+
+impl ShiftNewton {
+    /// Writes the Newton step's `(λ, δ)` into `lambda`, `shift`; false (and nothing written) when
+    /// no contact slides, `H` cannot be factored, or the step is not to be trusted.
+    pub fn step(
+        &mut self,
+        asm: &Assembled,
+        newton: &mut NewtonSolver,
+        it: &ShiftIterate,
+        lambda: &mut [Vector3<f64>],
+        shift: &mut [f64],
+    ) -> bool {
+        self.sliding.clear();
+        let arguments = newton.last_arguments();
+        for (c, cone) in it.cones.iter().enumerate() {
+            let w = it.velocity[c];
+            if let Cone::Coulomb { mu } = *cone
+                && mu > 0.0
+                && (w.y * w.y + w.z * w.z).sqrt() > MIN_SLIDING_SPEED
+                && cone::project(mu, &arguments[c]).1 == ConeRegime::Slide
+            {
+                self.sliding.push(c);
+            }
+        }
+        let k = self.sliding.len();
+        if k == 0 {
+            return false;
+        }
+        let dofs = asm.dofs();
+        if self.columns.len() < k {
+            self.columns.resize_with(k, || DVector::zeros(dofs));
+        }
+        for column in &mut self.columns[..k] {
+            if column.len() != dofs {
+                *column = DVector::zeros(dofs);
+            }
+        }
+        if newton
+            .shift_response(asm, &self.sliding, &mut self.columns[..k])
+            .is_err()
+        {
+            return false;
+        }
+
+        self.matrix.clear();
+        self.matrix.resize(k * k, 0.0);
+        self.step.clear();
+        let mut plain = 0.0_f64;
+        for (a, &i) in self.sliding.iter().enumerate() {
+            let Cone::Coulomb { mu } = it.cones[i] else {
+                unreachable!("only contacts slide")
+            };
+            let w = it.velocity[i];
+            let speed = (w.y * w.y + w.z * w.z).sqrt();
+            for (b, column) in self.columns[..k].iter().enumerate() {
+                let moved = asm.jacobian_times(i, column);
+                self.matrix[b * k + a] = -mu * (w.y * moved.y + w.z * moved.z) / speed;
+            }
+            self.matrix[a * k + a] += 1.0;
+            let residual = it.shift_next[i] - it.shift[i];
+            plain = plain.max(residual.abs());
+            self.step.push(residual);
+        }
+        if !self.solve(k) || self.step.iter().any(|d| d.abs() > MAX_STEP_RATIO * plain) {
+            return false;
+        }
+
+        // The multipliers follow the same linearisation: dλᵢ = −βᵢ ∂Πᵢ (Jᵢ dv + Δᵢ e_n).
+        self.moved = std::mem::take(&mut self.moved).resize_vertically(dofs, 0.0);
+        self.moved.fill(0.0);
+        for (column, &d) in self.columns[..k].iter().zip(&self.step) {
+            self.moved.axpy(d, column, 1.0);
+        }
+        shift.copy_from_slice(it.shift_next);
+        for (a, &i) in self.sliding.iter().enumerate() {
+            shift[i] = (it.shift[i] + self.step[a]).max(0.0);
+        }
+        let weights = newton.last_weights();
+        let mut next_sliding = self.sliding.iter().zip(&self.step).peekable();
+        for c in 0..it.cones.len() {
+            let mut change = asm.jacobian_times(c, &self.moved);
+            // `sliding` is in contact order.
+            if let Some((_, &d)) = next_sliding.next_if(|(i, _)| **i == c) {
+                change.x += d;
+            }
+            lambda[c] = it.cones[c].project(&(it.lambda_next[c] - weights[c] * change));
+        }
+        true
+    }
+
+    /// Solves `matrix · x = step` in place by LU with partial pivoting; false if not finite.
+    fn solve(&mut self, k: usize) -> bool {
+        if self.stack.is_none() || self.stack_size < k {
+            let req = StackReq::any_of(&[
+                factor::lu_in_place_scratch::<usize, f64>(k, k, Par::Seq, Default::default()),
+                solve::solve_in_place_scratch::<usize, f64>(k, 1, Par::Seq),
+            ]);
+            self.stack = Some(MemBuffer::new(req));
+            self.stack_size = k;
+        }
+        let stack = MemStack::new(self.stack.as_mut().expect("sized above"));
+        self.perm.resize(k, 0);
+        self.perm_inv.resize(k, 0);
+        let mut lu = MatMut::from_column_major_slice_mut(&mut self.matrix, k, k);
+        let (_, perm) = factor::lu_in_place(
+            lu.as_mut(),
+            &mut self.perm,
+            &mut self.perm_inv,
+            Par::Seq,
+            stack,
+            Default::default(),
+        );
+        let rhs = MatMut::from_column_major_slice_mut(&mut self.step, k, 1);
+        let lu = lu.as_ref();
+        solve::solve_in_place(lu, lu, perm, rhs, Par::Seq, stack);
+        self.step.iter().all(|d| d.is_finite())
+    }
+}
