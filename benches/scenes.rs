@@ -310,13 +310,6 @@ impl Rapier {
     fn signorini_residual(&self) -> f64 {
         let dt = f64::from(self.world.integration_parameters.dt);
         let canal = SolverSettings::default();
-        let bias = |gap: f64| {
-            if gap >= 0.0 {
-                gap / dt
-            } else {
-                (canal.erp * gap / dt).max(-canal.max_push_out_speed)
-            }
-        };
         let mut worst = 0.0_f64;
         for pair in self.world.narrow_phase.contact_pairs() {
             let (Some(pose1), Some(pose2)) = (
@@ -346,7 +339,7 @@ impl Rapier {
                         continue;
                     }
                     let mass = 1.0 / f64::from(inverse_mass);
-                    let w = f64::from((velocity[1] - velocity[0]).dot(normal)) + bias(gap);
+                    let w = f64::from((velocity[1] - velocity[0]).dot(normal)) + canal.gap_bias(gap, dt);
                     let lambda = f64::from(point.data.impulse);
                     let ncp = (lambda - (lambda - mass * w).max(0.0)).abs() / mass;
                     worst = worst.max(ncp).max(-w);

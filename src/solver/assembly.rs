@@ -206,11 +206,7 @@ impl Assembled {
                 continue;
             }
             let gap = contact.gap;
-            let mut e_n = if gap >= 0.0 {
-                gap / dt
-            } else {
-                (settings.erp * gap / dt).max(-settings.max_push_out_speed)
-            };
+            let mut e_n = settings.gap_bias(gap, dt);
             let approach = contact.impact_velocity.or((gap <= 0.0).then_some(approach));
             if let Some(approach) = approach {
                 e_n += contact.restitution * approach.min(0.0);

@@ -123,7 +123,7 @@ impl Cone {
 
 /// `‖(x₁, x₂)‖`. Not `f64::hypot`: its overflow-safe libm path cost 18% of a pyramid step, and
 /// impulses and velocities here are nowhere near 1e154.
-fn tangent_norm(x: &Vector3<f64>) -> f64 {
+pub(crate) fn tangent_norm(x: &Vector3<f64>) -> f64 {
     (x.y * x.y + x.z * x.z).sqrt()
 }
 

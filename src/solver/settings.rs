@@ -44,6 +44,19 @@ pub struct SolverSettings {
     pub record_trace: bool,
 }
 
+impl SolverSettings {
+    /// A contact's normal bias `e_n` for signed gap `gap` (m) over a step `dt` (s), before
+    /// restitution, m/s: `gap/dt` when open (the gap may close within the step, no further),
+    /// `erp·gap/dt` capped at `max_push_out_speed` when penetrating (design note §1).
+    pub fn gap_bias(&self, gap: f64, dt: f64) -> f64 {
+        if gap >= 0.0 {
+            gap / dt
+        } else {
+            (self.erp * gap / dt).max(-self.max_push_out_speed)
+        }
+    }
+}
+
 impl Default for SolverSettings {
     fn default() -> Self {
         Self {

@@ -67,11 +67,11 @@ impl ShiftNewton {
     ) -> bool {
         self.sliding.clear();
         let arguments = newton.last_arguments();
-        for (c, cone) in it.cones.iter().enumerate() {
+        for (c, set) in it.cones.iter().enumerate() {
             let w = it.velocity[c];
-            if let Cone::Coulomb { mu } = *cone
+            if let Cone::Coulomb { mu } = *set
                 && mu > 0.0
-                && (w.y * w.y + w.z * w.z).sqrt() > MIN_SLIDING_SPEED
+                && cone::tangent_norm(&w) > MIN_SLIDING_SPEED
                 && cone::project(mu, &arguments[c]).1 == ConeRegime::Slide
             {
                 self.sliding.push(c);
@@ -106,7 +106,7 @@ impl ShiftNewton {
                 unreachable!("only contacts slide")
             };
             let w = it.velocity[i];
-            let speed = (w.y * w.y + w.z * w.z).sqrt();
+            let speed = cone::tangent_norm(&w);
             for (b, column) in self.columns[..k].iter().enumerate() {
                 let moved = asm.jacobian_times(i, column);
                 self.matrix[b * k + a] = -mu * (w.y * moved.y + w.z * moved.z) / speed;
