@@ -10,7 +10,8 @@
 //! manifold `dist` goes stale under its default contact recycling, so its overlap is also recomputed
 //! from the current poses (`rap. geom`). Then a time-to-accuracy sweep on the ten-box
 //! stack and the pyramid: CANAL's tolerance from 1e-2 to 1e-10 m/s against Rapier's
-//! `num_solver_iterations` from 4 to 256. `cargo bench --bench scenes -- nomatch` prints only the tables.
+//! `num_solver_iterations` from 4 to 256. `cargo bench --bench scenes -- nomatch` prints only the tables;
+//! `SCENES=pyramid,pen` keeps only the scenes whose names contain one of those words.
 
 use std::time::{Duration, Instant};
 
@@ -167,8 +168,19 @@ fn sphere_pen(side: usize, layers: usize) -> Scene {
     }
 }
 
+/// The scenes whose name contains one of the comma-separated words of `SCENES` (all when unset).
+fn selected(scenes: Vec<Scene>) -> Vec<Scene> {
+    let Ok(filter) = std::env::var("SCENES") else {
+        return scenes;
+    };
+    scenes
+        .into_iter()
+        .filter(|s| filter.split(',').any(|word| s.name.contains(word.trim())))
+        .collect()
+}
+
 fn scenes() -> Vec<Scene> {
-    vec![stack(10), pyramid(20), many_stacks(), sphere_pen(5, 5)]
+    selected(vec![stack(10), pyramid(20), many_stacks(), sphere_pen(5, 5)])
 }
 
 /// What one engine needs to step a scene and read back the accuracy figures.
@@ -505,7 +517,7 @@ fn summary() {
 }
 
 fn sweep() {
-    for scene in [stack(10), pyramid(20)] {
+    for scene in selected(vec![stack(10), pyramid(20)]) {
         sweep_scene(&scene);
     }
 }
