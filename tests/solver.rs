@@ -300,6 +300,65 @@ fn warm_start_from_the_solution_is_accepted_without_iterating() {
     );
 }
 
+/// A resting box whose four corner contacts form one manifold, solved; the cache holds its
+/// impulses for the next step.
+fn cached_resting_box() -> (StepProblem, WarmStartCache) {
+    let mut problem = scenes::resting_box(1.0, 0.5, DT);
+    for contact in &mut problem.contacts {
+        *contact = contact.with_manifold(7);
+    }
+    let (report, solution, _) = solve(&problem, SolverSettings::default());
+    assert!(report.converged, "{report:?}");
+    let mut cache = WarmStartCache::default();
+    cache.record(&problem.contacts, &solution);
+    cache.finish_step();
+    (problem, cache)
+}
+
+#[test]
+fn warm_start_matches_a_renamed_point_by_position_within_its_manifold() {
+    let (mut problem, mut cache) = cached_resting_box();
+    let weight = -GRAVITY.y * DT;
+    // The same corners under new feature ids, one of them moved by 1 mm.
+    for (c, contact) in problem.contacts.iter_mut().enumerate() {
+        contact.id += 100;
+        if c == 0 {
+            contact.point.x += 1e-3;
+        }
+    }
+    cache.apply(&mut problem.contacts);
+    for contact in &problem.contacts {
+        let w = contact.warm_impulse.expect("every corner inherits an impulse");
+        assert!((w.y - weight / 4.0).abs() < 1e-9, "{w}");
+    }
+    // Without a manifold only ids match, and new ids start cold.
+    let (mut problem, mut cache) = cached_resting_box();
+    for contact in &mut problem.contacts {
+        contact.id += 100;
+        contact.manifold = None;
+    }
+    cache.apply(&mut problem.contacts);
+    assert!(problem.contacts.iter().all(|c| c.warm_impulse.is_none()));
+}
+
+#[test]
+fn warm_start_keeps_the_load_of_a_manifold_that_lost_a_point() {
+    let (mut problem, mut cache) = cached_resting_box();
+    let lost = problem.contacts.pop().expect("four corners");
+    cache.apply(&mut problem.contacts);
+    let total: DVec3 = problem.contacts.iter().filter_map(|c| c.warm_impulse).sum();
+    assert!((total.y + GRAVITY.y * DT).abs() < 1e-9, "{total}");
+    // The lost corner's share went to the nearest corner left.
+    let nearest = (0..3)
+        .min_by(|&a, &b| {
+            let d = |c: usize| problem.contacts[c].point.distance(lost.point);
+            d(a).total_cmp(&d(b))
+        })
+        .expect("three corners");
+    let share = problem.contacts[nearest].warm_impulse.expect("inherited").y;
+    assert!((share + GRAVITY.y * DT / 2.0).abs() < 1e-9, "{share}");
+}
+
 #[test]
 fn bad_input_returns_finite_unsolved_state() {
     let mut problem = scenes::resting_box(1.0, 0.5, DT);

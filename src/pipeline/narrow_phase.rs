@@ -30,6 +30,8 @@ pub(crate) struct GeneratedContact {
     pub friction: f64,
     pub restitution: f64,
     pub id: u64,
+    /// Pair and sub-shapes: shared by the points of one manifold.
+    pub manifold: u64,
 }
 
 #[derive(Default)]
@@ -169,6 +171,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                     friction,
                     restitution,
                     id: mix(mix(manifold_hash, point.fid1.0 as u64), point.fid2.0 as u64),
+                    manifold: manifold_hash,
                 });
             }
         }

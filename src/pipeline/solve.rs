@@ -177,6 +177,7 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
                 contact.point,
                 contact.normal,
             )
+            .with_manifold(contact.manifold)
             .with_gap(contact.gap)
             .with_friction(contact.friction.max(0.0))
             .with_restitution(contact.restitution.clamp(0.0, 1.0))

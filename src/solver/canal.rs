@@ -405,6 +405,7 @@ impl Solver {
             shift: &self.shift,
             shift_next: &self.shift_next,
             lambda_next: &self.lambda_next,
+            tolerance: self.settings.tolerance,
         };
         let taken = self.shift_newton.step(
             &self.asm,

@@ -91,6 +91,9 @@ impl ContactSide {
 pub struct SolverContact {
     /// Stable identity across steps (collider pair and feature ids), used to warm start.
     pub id: u64,
+    /// The contact manifold this point belongs to (stable across steps, like `id`): a point whose
+    /// id is new warm-starts from a nearby point of the same manifold. `None`: by id only.
+    pub manifold: Option<u64>,
     /// The side the normal points towards.
     pub body1: ContactSide,
     /// The side the normal points away from.
@@ -123,6 +126,7 @@ impl SolverContact {
     pub fn new(id: u64, body1: ContactSide, body2: ContactSide, point: DVec3, normal: DVec3) -> Self {
         Self {
             id,
+            manifold: None,
             body1,
             body2,
             point,
@@ -134,6 +138,12 @@ impl SolverContact {
             warm_impulse: None,
             impact_velocity: None,
         }
+    }
+
+    /// The same contact as a point of manifold `manifold` (see [`SolverContact::manifold`]).
+    pub fn with_manifold(mut self, manifold: u64) -> Self {
+        self.manifold = Some(manifold);
+        self
     }
 
     /// The same contact with signed gap `gap` (m).

@@ -37,6 +37,9 @@ pub(crate) struct ShiftIterate<'a> {
     pub shift_next: &'a [f64],
     /// The multiplier update `Π(λ − β(J v + ê))`.
     pub lambda_next: &'a [Vector3<f64>],
+    /// The solve's tolerance, m/s: a contact whose plain shift update moves less than a tenth of
+    /// it is left to the plain update.
+    pub tolerance: f64,
 }
 
 #[derive(Default)]
@@ -67,11 +70,13 @@ impl ShiftNewton {
     ) -> bool {
         self.sliding.clear();
         let arguments = newton.last_arguments();
+        let min_update = 0.1 * it.tolerance;
         for (c, set) in it.cones.iter().enumerate() {
             let w = it.velocity[c];
             if let Cone::Coulomb { mu } = *set
                 && mu > 0.0
                 && cone::tangent_norm(&w) > MIN_SLIDING_SPEED
+                && (it.shift_next[c] - it.shift[c]).abs() > min_update
                 && cone::project(mu, &arguments[c]).1 == ConeRegime::Slide
             {
                 self.sliding.push(c);
