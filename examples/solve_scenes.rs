@@ -61,14 +61,8 @@ fn main() {
             }
         }
         // The ground carries the whole weight: its contacts' impulses add up to m·g·dt.
-        let ground: f64 = problem
-            .contacts
-            .iter()
-            .zip(&solution.impulses)
-            .filter(|(c, _)| c.body2 == ContactSide::STATIC)
-            .map(|(_, i)| i.world.y)
-            .sum();
-        let weight = problem.bodies.iter().map(|b| -b.linear_impulse.y).sum::<f64>();
+        let ground = scenes::ground_impulse(&problem, &solution);
+        let weight = scenes::weight_impulse(&problem);
         println!(
             "{:<22} ground impulse {ground:.12} N·s, weight × dt {weight:.12} N·s\n",
             ""

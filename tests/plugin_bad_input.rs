@@ -214,6 +214,7 @@ fn a_solver_that_runs_out_of_budget_still_completes_the_step() {
     let mut settings = PhysicsSettings::default();
     settings.solver.max_outer_iterations = 1;
     settings.solver.max_newton_iterations = 1;
+    settings.solver.polish_iterations = 0;
     app.insert_resource(settings);
     ground(&mut app, 10.0, 0.5);
     let boxes: Vec<_> = (0..6)

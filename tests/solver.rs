@@ -470,3 +470,34 @@ fn a_spinning_box_landing_on_four_sliding_contacts_converges() {
     let (report, _, _) = solve(&problem, SolverSettings::default());
     assert!(report.converged, "{report:?}");
 }
+
+#[test]
+fn polish_finishes_a_solve_whose_outer_budget_ran_out() {
+    for problem in [scenes::box_pyramid(6, 0.5, DT), scenes::sphere_pile(3, 3, 3, 0.5, DT)] {
+        let mut settings = SolverSettings {
+            max_outer_iterations: 1,
+            ..Default::default()
+        };
+        settings.polish_iterations = 0;
+        let (unpolished, _, _) = solve(&problem, settings);
+        assert!(
+            !unpolished.converged && unpolished.ncp_residual > 1e-3,
+            "{unpolished:?}"
+        );
+
+        settings.polish_iterations = SolverSettings::default().polish_iterations;
+        let (report, solution, _) = solve(&problem, settings);
+        assert!(report.converged && report.failure.is_none(), "{report:?}");
+        assert!(report.ncp_residual <= 1e-8 && report.feasibility_residual <= 1e-8);
+        // The same answer as the outer loop's: everything at rest, the weight on the ground.
+        let fastest = solution
+            .velocities
+            .iter()
+            .map(|v| v.linear.length().max(v.angular.length()))
+            .fold(0.0, f64::max);
+        assert!(fastest < 1e-8, "{fastest}");
+        let ground = scenes::ground_impulse(&problem, &solution);
+        let weight = scenes::weight_impulse(&problem);
+        assert!((ground - weight).abs() < 1e-9 * weight, "{ground} against {weight}");
+    }
+}

@@ -13,6 +13,7 @@ use super::anderson::Anderson;
 use super::assembly::{Assembled, Source};
 use super::cone::Cone;
 use super::newton::{NewtonCounts, NewtonSolver, NewtonTrace, Surrogate};
+use super::polish::Polish;
 use super::problem::StepProblem;
 use super::report::{BodyVelocity, ContactImpulse, LinearSolverKind, Solution, SolveFailure, SolveReport};
 use super::residual::{ContactResiduals, contact_residuals, contact_residuals_at, dynamics_residual};
@@ -93,6 +94,9 @@ pub struct Solver {
     image_shift_step: Vec<f64>,
     shift_newton: ShiftNewton,
     shift_proposal: Vec<f64>,
+    polish: Polish,
+    polish_lambda: Vec<Vector3<f64>>,
+    polish_v: DVector<f64>,
 }
 
 impl Solver {
@@ -361,6 +365,13 @@ impl Solver {
             }
             self.next_outer_input(fallback);
         }
+        if failure == Some(SolveFailure::BudgetExhausted) && settings.polish_iterations > 0 {
+            let (reached, steps) = self.polish_best(&mut best, settings.polish_iterations);
+            report.polish_iterations = steps;
+            if reached {
+                failure = None;
+            }
+        }
         report.newton_iterations = counts.newton;
         report.line_search_iterations = counts.line_search;
         report.penalty = kappa;
@@ -418,6 +429,26 @@ impl Solver {
             std::mem::swap(&mut self.shift, &mut self.shift_proposal);
         }
         taken
+    }
+
+    /// Semismooth Newton from the best iterate, in its own buffers; keeps the result as the new
+    /// best if it is better. Says whether it reached the tolerance, and its step count. Run once the budget is spent:
+    /// also running it at the first damped fallback (15 steps) made the sphere pen 13% slower and
+    /// no more accurate.
+    fn polish_best(&mut self, best: &mut ContactResiduals, steps: u32) -> (bool, u32) {
+        self.polish_lambda.clear();
+        self.polish_lambda.extend_from_slice(&self.best_lambda);
+        self.polish_v = std::mem::take(&mut self.polish_v).resize_vertically(self.asm.dofs(), 0.0);
+        let tolerance = self.settings.tolerance;
+        let (polished, taken) =
+            self.polish
+                .run(&self.asm, &mut self.polish_v, &mut self.polish_lambda, tolerance, steps);
+        if polished.worst() < best.worst() {
+            *best = polished;
+            self.best_v.copy_from(&self.polish_v);
+            self.best_lambda.copy_from_slice(&self.polish_lambda);
+        }
+        (best.within(tolerance), taken)
     }
 
     /// Whether this image moved from the last along the same direction as the previous move.

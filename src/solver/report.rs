@@ -56,6 +56,9 @@ pub struct SolveReport {
     pub newton_iterations: u32,
     /// Line-search evaluations, summed.
     pub line_search_iterations: u32,
+    /// Semismooth Newton steps of the polish that follows a spent outer budget
+    /// ([`SolverSettings::polish_iterations`](super::SolverSettings::polish_iterations)).
+    pub polish_iterations: u32,
     /// Worst contact's natural-map residual, m/s (design note §4).
     pub ncp_residual: f64,
     /// Worst contact's distance of the shifted velocity from the dual cone, m/s (design note §4).

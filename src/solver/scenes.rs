@@ -5,9 +5,27 @@
 use glam::DVec3;
 
 use super::problem::{ContactSide, SolverBody, SolverContact, StepProblem};
+use super::report::Solution;
 
 /// Standard gravity used by the scenes, m/s².
 pub const GRAVITY: DVec3 = DVec3::new(0.0, -9.81, 0.0);
+
+/// The upward impulse static geometry carries in `solution`, N·s: for a scene at rest, its
+/// weight × dt ([`weight_impulse`]).
+pub fn ground_impulse(problem: &StepProblem, solution: &Solution) -> f64 {
+    problem
+        .contacts
+        .iter()
+        .zip(&solution.impulses)
+        .filter(|(c, _)| c.body2 == ContactSide::STATIC)
+        .map(|(_, i)| i.world.y)
+        .sum()
+}
+
+/// The downward impulse the bodies' external forces give over the step, N·s.
+pub fn weight_impulse(problem: &StepProblem) -> f64 {
+    problem.bodies.iter().map(|b| -b.linear_impulse.y).sum()
+}
 
 fn resting(mass: f64, size: DVec3, center: DVec3, dt: f64) -> SolverBody {
     SolverBody::cuboid(mass, size, center).with_force(GRAVITY * mass, dt)
