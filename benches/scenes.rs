@@ -11,7 +11,8 @@
 //! from the current poses (`rap. geom`). Then a time-to-accuracy sweep on the ten-box
 //! stack and the pyramid: CANAL's tolerance from 1e-2 to 1e-10 m/s against Rapier's
 //! `num_solver_iterations` from 4 to 256. `cargo bench --bench scenes -- nomatch` prints only the tables;
-//! `SCENES=pyramid,pen` keeps only the scenes whose names contain one of those words.
+//! `SCENES=pyramid,pen` keeps only the scenes whose names contain one of those words;
+//! `SCENES=spheres1000` runs the 1000-sphere pen, left out by default (minutes of CANAL steps).
 
 use std::time::{Duration, Instant};
 
@@ -126,9 +127,9 @@ fn many_stacks() -> Scene {
 }
 
 /// `side`² · `layers` spheres of radius 0.2 m in a grid 0.5 m apart, slightly jittered, dropped
-/// from 0.5 m into a pen 0.6 m wider than the grid with 3 m walls. The brief asked for 1000
-/// (`sphere_pen(10, 10)`): once that heap lands CANAL takes 1–10 s a step on this 2-core machine
-/// (Rapier 5–20 ms), so the summary pours 125, where CANAL takes 0.1–0.6 s a step in the heap.
+/// from 0.5 m into a pen 0.6 m wider than the grid with 3 m walls. The issue asks for 1000
+/// (`sphere_pen(10, 10)`): once that heap lands CANAL takes seconds a step on this 2-core machine,
+/// so it runs only when `SCENES` names it, and the default summary pours 125.
 fn sphere_pen(side: usize, layers: usize) -> Scene {
     let mut bodies = vec![ground()];
     let spacing = 0.5;
@@ -160,27 +161,36 @@ fn sphere_pen(side: usize, layers: usize) -> Scene {
             }
         }
     }
+    let (name, settle, measure) = match side * side * layers {
+        125 => ("spheres125 pen", 60, 60),
+        _ => ("spheres1000 pen", 90, 10),
+    };
     Scene {
-        name: "spheres125 pen",
+        name,
         bodies,
-        settle: 60,
-        measure: 60,
+        settle,
+        measure,
     }
 }
 
-/// The scenes whose name contains one of the comma-separated words of `SCENES` (all when unset).
-fn selected(scenes: Vec<Scene>) -> Vec<Scene> {
+/// The scenes whose name contains one of the comma-separated words of `SCENES`: by default all
+/// of `scenes`, and those of `named_only` only when named.
+fn selected(scenes: Vec<Scene>, named_only: Vec<Scene>) -> Vec<Scene> {
     let Ok(filter) = std::env::var("SCENES") else {
         return scenes;
     };
     scenes
         .into_iter()
+        .chain(named_only)
         .filter(|s| filter.split(',').any(|word| s.name.contains(word.trim())))
         .collect()
 }
 
 fn scenes() -> Vec<Scene> {
-    selected(vec![stack(10), pyramid(20), many_stacks(), sphere_pen(5, 5)])
+    selected(
+        vec![stack(10), pyramid(20), many_stacks(), sphere_pen(5, 5)],
+        vec![sphere_pen(10, 10)],
+    )
 }
 
 /// What one engine needs to step a scene and read back the accuracy figures.
@@ -517,7 +527,7 @@ fn summary() {
 }
 
 fn sweep() {
-    for scene in selected(vec![stack(10), pyramid(20)]) {
+    for scene in selected(vec![stack(10), pyramid(20)], Vec::new()) {
         sweep_scene(&scene);
     }
 }
