@@ -342,6 +342,26 @@ fn warm_start_matches_a_renamed_point_by_position_within_its_manifold() {
 }
 
 #[test]
+fn warm_start_matches_by_position_when_manifolds_are_recorded_interleaved() {
+    let mut problem = scenes::resting_box(1.0, 0.5, DT);
+    for (c, contact) in problem.contacts.iter_mut().enumerate() {
+        *contact = contact.with_manifold(c as u64 % 2);
+    }
+    let (_, solution, _) = solve(&problem, SolverSettings::default());
+    let mut cache = WarmStartCache::default();
+    cache.record(&problem.contacts, &solution);
+    cache.finish_step();
+    let remembered: Vec<_> = solution.impulses.iter().map(|i| i.world).collect();
+    for contact in &mut problem.contacts {
+        contact.id += 100;
+    }
+    cache.apply(&mut problem.contacts);
+    for (contact, impulse) in problem.contacts.iter().zip(remembered) {
+        assert_eq!(contact.warm_impulse, Some(impulse));
+    }
+}
+
+#[test]
 fn warm_start_keeps_the_load_of_a_manifold_that_lost_a_point() {
     let (mut problem, mut cache) = cached_resting_box();
     let lost = problem.contacts.pop().expect("four corners");

@@ -11,6 +11,7 @@
 //! changed manifolds really redistribute.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use glam::DVec3;
 
@@ -37,12 +38,12 @@ struct Remembered {
 pub struct WarmStartCache {
     /// Greatest distance of a position match, m; 0 matches by id only.
     pub match_distance: f64,
-    /// Last step's contacts, sorted by manifold, and their index by id.
+    /// Last step's contacts, each manifold's contiguous, with their index by id and each
+    /// manifold's range.
     entries: Vec<Remembered>,
     by_id: HashMap<u64, usize>,
+    manifolds: HashMap<u64, Range<usize>>,
     next: Vec<Remembered>,
-    /// Scratch: the contacts being warm-started, by manifold.
-    order: Vec<usize>,
 }
 
 impl Default for WarmStartCache {
@@ -51,8 +52,8 @@ impl Default for WarmStartCache {
             match_distance: DEFAULT_MATCH_DISTANCE,
             entries: Vec::new(),
             by_id: HashMap::new(),
+            manifolds: HashMap::new(),
             next: Vec::new(),
-            order: Vec::new(),
         }
     }
 }
@@ -60,7 +61,9 @@ impl Default for WarmStartCache {
 impl WarmStartCache {
     /// Sets each contact's `warm_impulse` from the last step: the impulse of the contact with the
     /// same id, else that of the nearest contact of the same manifold within `match_distance`
-    /// whose id is not seen again. Call once per step and island, after every contact is built.
+    /// whose id is not seen again; a last-step contact claimed by neither adds its impulse to the
+    /// nearest contact of its manifold. Call once per step and island, after every contact is
+    /// built.
     pub fn apply(&mut self, contacts: &mut [SolverContact]) {
         for contact in contacts.iter_mut() {
             contact.warm_impulse = self.by_id.get(&contact.id).map(|&i| {
@@ -68,17 +71,16 @@ impl WarmStartCache {
                 self.entries[i].impulse
             });
         }
+        let reach = self.match_distance * self.match_distance;
         for contact in contacts.iter_mut().filter(|c| c.warm_impulse.is_none()) {
-            let Some(manifold) = contact.manifold else {
+            let Some(range) = contact.manifold.and_then(|m| self.manifolds.get(&m)) else {
                 continue;
             };
-            let start = self.entries.partition_point(|e| e.manifold < Some(manifold));
-            let nearest = self.entries[start..]
+            let nearest = self.entries[range.clone()]
                 .iter_mut()
-                .take_while(|e| e.manifold == Some(manifold))
                 .filter(|e| !e.claimed)
                 .map(|e| (e.point.distance_squared(contact.point), e))
-                .filter(|(d2, _)| *d2 <= self.match_distance * self.match_distance)
+                .filter(|(d2, _)| *d2 <= reach)
                 .min_by(|a, b| a.0.total_cmp(&b.0));
             if let Some((_, entry)) = nearest {
                 entry.claimed = true;
@@ -86,23 +88,28 @@ impl WarmStartCache {
             }
         }
         // A manifold that lost a point (four corners to three): its impulse goes to the nearest
-        // point left, so the pair still carries its load.
-        self.order.clear();
-        self.order
-            .extend((0..contacts.len()).filter(|&c| contacts[c].manifold.is_some()));
-        self.order.sort_unstable_by_key(|&c| (contacts[c].manifold, c));
-        for entry in self.entries.iter_mut().filter(|e| !e.claimed && e.manifold.is_some()) {
-            let start = self.order.partition_point(|&c| contacts[c].manifold < entry.manifold);
-            let nearest = self.order[start..]
-                .iter()
-                .take_while(|&&c| contacts[c].manifold == entry.manifold)
-                .min_by(|&&a, &&b| {
-                    let d = |c: usize| contacts[c].point.distance_squared(entry.point);
-                    d(a).total_cmp(&d(b))
-                });
-            if let Some(&c) = nearest {
-                entry.claimed = true;
-                *contacts[c].warm_impulse.get_or_insert(DVec3::ZERO) += entry.impulse;
+        // point left, so the pair still carries its load. Rare, so the search is plain.
+        let mut previous = None;
+        for c in 0..contacts.len() {
+            let manifold = contacts[c].manifold;
+            if manifold.is_none() || manifold == previous {
+                continue;
+            }
+            previous = manifold;
+            let Some(range) = manifold.and_then(|m| self.manifolds.get(&m)) else {
+                continue;
+            };
+            for entry in self.entries[range.clone()].iter_mut().filter(|e| !e.claimed) {
+                let nearest = (c..contacts.len())
+                    .filter(|&k| contacts[k].manifold == manifold)
+                    .min_by(|&a, &b| {
+                        let d = |k: usize| contacts[k].point.distance_squared(entry.point);
+                        d(a).total_cmp(&d(b))
+                    });
+                if let Some(k) = nearest {
+                    entry.claimed = true;
+                    *contacts[k].warm_impulse.get_or_insert(DVec3::ZERO) += entry.impulse;
+                }
             }
         }
     }
@@ -128,11 +135,36 @@ impl WarmStartCache {
     pub fn finish_step(&mut self) {
         std::mem::swap(&mut self.entries, &mut self.next);
         self.next.clear();
-        // By id within a manifold as well, so that the order does not depend on island order.
-        self.entries.sort_unstable_by_key(|e| (e.manifold, e.id));
+        // The pipeline records each manifold's points together; other callers may not, and then
+        // a stable sort brings them together.
+        if !self.index_manifolds() {
+            self.entries.sort_by_key(|e| e.manifold);
+            self.index_manifolds();
+        }
         self.by_id.clear();
         self.by_id
             .extend(self.entries.iter().enumerate().map(|(i, e)| (e.id, i)));
+    }
+
+    /// Indexes the runs of one manifold in `entries`; false if a manifold has two runs.
+    fn index_manifolds(&mut self) -> bool {
+        self.manifolds.clear();
+        let mut start = 0;
+        while start < self.entries.len() {
+            let manifold = self.entries[start].manifold;
+            let end = start
+                + self.entries[start..]
+                    .iter()
+                    .take_while(|e| e.manifold == manifold)
+                    .count();
+            if let Some(m) = manifold
+                && self.manifolds.insert(m, start..end).is_some()
+            {
+                return false;
+            }
+            start = end;
+        }
+        true
     }
 
     /// Number of contacts remembered from the last step.
