@@ -12,7 +12,7 @@
 //! stack and the pyramid: CANAL's tolerance from 1e-2 to 1e-10 m/s against Rapier's
 //! `num_solver_iterations` from 4 to 256. `cargo bench --bench scenes -- nomatch` prints only the tables;
 //! `SCENES=pyramid,pen` keeps only the scenes whose names contain one of those words;
-//! `SCENES=spheres1000` runs the 1000-sphere pen, left out by default (minutes of CANAL steps).
+//! `SCENES=spheres1000` runs the 1000-sphere pen, left out by default (about 25 minutes).
 
 use std::time::{Duration, Instant};
 

@@ -300,24 +300,24 @@ fn warm_start_from_the_solution_is_accepted_without_iterating() {
     );
 }
 
-/// A resting box whose four corner contacts form one manifold, solved; the cache holds its
-/// impulses for the next step.
-fn cached_resting_box() -> (StepProblem, WarmStartCache) {
+/// A resting box whose corner contact `c` belongs to manifold `manifold(c)`, solved; the cache
+/// holds its impulses for the next step.
+fn cached_resting_box(manifold: impl Fn(usize) -> u64) -> (StepProblem, Solution, WarmStartCache) {
     let mut problem = scenes::resting_box(1.0, 0.5, DT);
-    for contact in &mut problem.contacts {
-        *contact = contact.with_manifold(7);
+    for (c, contact) in problem.contacts.iter_mut().enumerate() {
+        *contact = contact.with_manifold(manifold(c));
     }
     let (report, solution, _) = solve(&problem, SolverSettings::default());
     assert!(report.converged, "{report:?}");
     let mut cache = WarmStartCache::default();
     cache.record(&problem.contacts, &solution);
     cache.finish_step();
-    (problem, cache)
+    (problem, solution, cache)
 }
 
 #[test]
 fn warm_start_matches_a_renamed_point_by_position_within_its_manifold() {
-    let (mut problem, mut cache) = cached_resting_box();
+    let (mut problem, _, mut cache) = cached_resting_box(|_| 7);
     let weight = -GRAVITY.y * DT;
     // The same corners under new feature ids, one of them moved by 1 mm.
     for (c, contact) in problem.contacts.iter_mut().enumerate() {
@@ -332,7 +332,7 @@ fn warm_start_matches_a_renamed_point_by_position_within_its_manifold() {
         assert!((w.y - weight / 4.0).abs() < 1e-9, "{w}");
     }
     // Without a manifold only ids match, and new ids start cold.
-    let (mut problem, mut cache) = cached_resting_box();
+    let (mut problem, _, mut cache) = cached_resting_box(|_| 7);
     for contact in &mut problem.contacts {
         contact.id += 100;
         contact.manifold = None;
@@ -343,14 +343,7 @@ fn warm_start_matches_a_renamed_point_by_position_within_its_manifold() {
 
 #[test]
 fn warm_start_matches_by_position_when_manifolds_are_recorded_interleaved() {
-    let mut problem = scenes::resting_box(1.0, 0.5, DT);
-    for (c, contact) in problem.contacts.iter_mut().enumerate() {
-        *contact = contact.with_manifold(c as u64 % 2);
-    }
-    let (_, solution, _) = solve(&problem, SolverSettings::default());
-    let mut cache = WarmStartCache::default();
-    cache.record(&problem.contacts, &solution);
-    cache.finish_step();
+    let (mut problem, solution, mut cache) = cached_resting_box(|c| c as u64 % 2);
     let remembered: Vec<_> = solution.impulses.iter().map(|i| i.world).collect();
     for contact in &mut problem.contacts {
         contact.id += 100;
@@ -363,7 +356,7 @@ fn warm_start_matches_by_position_when_manifolds_are_recorded_interleaved() {
 
 #[test]
 fn warm_start_keeps_the_load_of_a_manifold_that_lost_a_point() {
-    let (mut problem, mut cache) = cached_resting_box();
+    let (mut problem, _, mut cache) = cached_resting_box(|_| 7);
     let lost = problem.contacts.pop().expect("four corners");
     cache.apply(&mut problem.contacts);
     let total: DVec3 = problem.contacts.iter().filter_map(|c| c.warm_impulse).sum();
@@ -510,11 +503,7 @@ fn polish_finishes_a_solve_whose_outer_budget_ran_out() {
         assert!(report.converged && report.failure.is_none(), "{report:?}");
         assert!(report.ncp_residual <= 1e-8 && report.feasibility_residual <= 1e-8);
         // The same answer as the outer loop's: everything at rest, the weight on the ground.
-        let fastest = solution
-            .velocities
-            .iter()
-            .map(|v| v.linear.length().max(v.angular.length()))
-            .fold(0.0, f64::max);
+        let fastest = scenes::fastest_speed(&solution);
         assert!(fastest < 1e-8, "{fastest}");
         let ground = scenes::ground_impulse(&problem, &solution);
         let weight = scenes::weight_impulse(&problem);

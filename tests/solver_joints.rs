@@ -110,11 +110,7 @@ fn chain_carries_a_bob_a_thousand_times_heavier_exactly() {
             "joint {k}: {impulse} vs {expected}"
         );
     }
-    let fastest = solution
-        .velocities
-        .iter()
-        .map(|v| v.linear.length().max(v.angular.length()))
-        .fold(0.0, f64::max);
+    let fastest = scenes::fastest_speed(&solution);
     assert!(fastest < 1e-9, "the chain moves at {fastest}");
 }
 

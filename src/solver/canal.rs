@@ -432,9 +432,9 @@ impl Solver {
     }
 
     /// Semismooth Newton from the best iterate, in its own buffers; keeps the result as the new
-    /// best if it is better. Says whether it reached the tolerance, and its step count. Run once the budget is spent:
-    /// also running it at the first damped fallback (15 steps) made the sphere pen 13% slower and
-    /// no more accurate.
+    /// best if it is better. Says whether it reached the tolerance, and its step count. Run once
+    /// the budget is spent: also running it at the first damped fallback (15 steps) made the
+    /// sphere pen 13% slower and no more accurate.
     fn polish_best(&mut self, best: &mut ContactResiduals, steps: u32) -> (bool, u32) {
         self.polish_lambda.clear();
         self.polish_lambda.extend_from_slice(&self.best_lambda);

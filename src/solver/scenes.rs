@@ -22,6 +22,16 @@ pub fn ground_impulse(problem: &StepProblem, solution: &Solution) -> f64 {
         .sum()
 }
 
+/// The largest linear (m/s) or angular (rad/s) speed of a body in `solution`: 0 for a scene that
+/// stays at rest.
+pub fn fastest_speed(solution: &Solution) -> f64 {
+    solution
+        .velocities
+        .iter()
+        .map(|v| v.linear.length().max(v.angular.length()))
+        .fold(0.0, f64::max)
+}
+
 /// The downward impulse the bodies' external forces give over the step, N·s.
 pub fn weight_impulse(problem: &StepProblem) -> f64 {
     problem.bodies.iter().map(|b| -b.linear_impulse.y).sum()
