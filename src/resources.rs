@@ -72,6 +72,9 @@ pub struct SolverStats {
     pub outer_iterations: u32,
     /// Newton iterations, summed over islands.
     pub newton_iterations: u32,
+    /// Semismooth Newton steps of the polish that follows a spent outer budget, summed over
+    /// islands (see `SolverSettings::polish_iterations`).
+    pub polish_iterations: u32,
     /// Worst island's NCP residual, m/s.
     pub ncp_residual: f64,
     /// Worst island's feasibility residual, m/s.

@@ -208,16 +208,10 @@ fn deep_initial_overlap_separates_without_launching() {
     );
 }
 
-#[test]
-fn a_solver_that_runs_out_of_budget_still_completes_the_step() {
-    let mut app = app(60.0);
-    let mut settings = PhysicsSettings::default();
-    settings.solver.max_outer_iterations = 1;
-    settings.solver.max_newton_iterations = 1;
-    settings.solver.polish_iterations = 0;
-    app.insert_resource(settings);
-    ground(&mut app, 10.0, 0.5);
-    let boxes: Vec<_> = (0..6)
+/// A six-box stack spawned in `app`, bottom first.
+fn spawn_stack(app: &mut App) -> Vec<Entity> {
+    ground(app, 10.0, 0.5);
+    (0..6)
         .map(|i| {
             app.world_mut()
                 .spawn((
@@ -227,7 +221,18 @@ fn a_solver_that_runs_out_of_budget_still_completes_the_step() {
                 ))
                 .id()
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn a_solver_that_runs_out_of_budget_still_completes_the_step() {
+    let mut app = app(60.0);
+    let mut settings = PhysicsSettings::default();
+    settings.solver.max_outer_iterations = 1;
+    settings.solver.max_newton_iterations = 1;
+    settings.solver.polish_iterations = 0;
+    app.insert_resource(settings);
+    let boxes = spawn_stack(&mut app);
     step(&mut app, 1);
     let stats = stats(&app);
     assert!(!stats.converged, "{stats:?}");
@@ -236,4 +241,22 @@ fn a_solver_that_runs_out_of_budget_still_completes_the_step() {
         let state = precise(&app, entity);
         assert!(state.translation.is_finite() && state.linear_velocity.is_finite());
     }
+}
+
+#[test]
+fn the_polish_finishes_a_spent_outer_budget_and_the_stats_count_its_steps() {
+    let mut app = app(60.0);
+    let mut settings = PhysicsSettings::default();
+    settings.solver.max_outer_iterations = 1;
+    app.insert_resource(settings);
+    spawn_stack(&mut app);
+    step(&mut app, 1);
+    let stats = stats(&app);
+    assert!(stats.converged, "{stats:?}");
+    assert_eq!(stats.outer_iterations, 1);
+    assert!(stats.polish_iterations > 0, "{stats:?}");
+    assert!(
+        stats.ncp_residual <= 1e-8 && stats.feasibility_residual <= 1e-8,
+        "{stats:?}"
+    );
 }

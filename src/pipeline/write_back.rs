@@ -109,6 +109,7 @@ pub(crate) fn write_back(
     for report in reports {
         summary.outer_iterations += report.outer_iterations;
         summary.newton_iterations += report.newton_iterations;
+        summary.polish_iterations += report.polish_iterations;
         summary.ncp_residual = summary.ncp_residual.max(report.ncp_residual);
         summary.feasibility_residual = summary.feasibility_residual.max(report.feasibility_residual);
         summary.converged &= report.converged;
