@@ -124,8 +124,8 @@ impl NewtonSolver {
             column.fill(0.0);
             let normal_weight: Vector3<f64> = self.weights[j].column(0).into();
             asm.add_jacobian_transpose(j, &(-normal_weight), column);
-            self.system.solve_in_place(column);
         }
+        self.system.solve_columns_in_place(out);
         Ok(())
     }
 

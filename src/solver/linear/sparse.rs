@@ -74,6 +74,10 @@ pub(super) struct SparseCholesky {
     factor_values: Vec<f64>,
     stack: Option<MemBuffer>,
     permuted_rhs: Vec<f64>,
+    /// Scratch of multi-column solves, sized for `many_columns` right-hand sides.
+    many_stack: Option<MemBuffer>,
+    many_columns: usize,
+    many_rhs: Vec<f64>,
     factored: bool,
 }
 
@@ -109,6 +113,8 @@ impl SparseCholesky {
             self.stack = Some(MemBuffer::new(req));
         }
         self.permuted_rhs.resize(n, 0.0);
+        self.many_stack = None;
+        self.many_columns = 0;
     }
 
     /// AMD on the body graph: one node per body, an edge per coupled pair.
@@ -213,6 +219,44 @@ impl SparseCholesky {
         llt.solve_in_place_with_conj(Conj::No, x, Par::Seq, MemStack::new(buffer));
         for (new, &old) in self.order.iter().enumerate() {
             rhs.as_mut_slice()[6 * old..6 * old + 6].copy_from_slice(&self.permuted_rhs[6 * new..6 * new + 6]);
+        }
+    }
+}
+
+impl SparseCholesky {
+    /// Overwrites each column with `H⁻¹ column` in one multi-column solve, which streams the
+    /// factor once for all of them instead of once per column.
+    pub fn solve_columns_in_place(&mut self, columns: &mut [DVector<f64>]) {
+        let (true, Some(symbolic)) = (self.factored, &self.symbolic) else {
+            return;
+        };
+        let (n, k) = (self.permuted_rhs.len(), columns.len());
+        if k == 0 {
+            return;
+        }
+        if self.many_stack.is_none() || self.many_columns < k {
+            // Grow geometrically so that a slowly rising count of columns allocates rarely.
+            self.many_columns = k.max(2 * self.many_columns);
+            self.many_stack = Some(MemBuffer::new(
+                symbolic.solve_in_place_scratch::<f64>(self.many_columns, Par::Seq),
+            ));
+        }
+        self.many_rhs.resize(n * k, 0.0);
+        for (j, column) in columns.iter().enumerate() {
+            let out = &mut self.many_rhs[j * n..(j + 1) * n];
+            for (new, &old) in self.order.iter().enumerate() {
+                out[6 * new..6 * new + 6].copy_from_slice(&column.as_slice()[6 * old..6 * old + 6]);
+            }
+        }
+        let llt = LltRef::new(symbolic, &self.factor_values);
+        let x = MatMut::from_column_major_slice_mut(&mut self.many_rhs[..n * k], n, k);
+        let buffer = self.many_stack.as_mut().expect("sized above");
+        llt.solve_in_place_with_conj(Conj::No, x, Par::Seq, MemStack::new(buffer));
+        for (j, column) in columns.iter_mut().enumerate() {
+            let solved = &self.many_rhs[j * n..(j + 1) * n];
+            for (new, &old) in self.order.iter().enumerate() {
+                column.as_mut_slice()[6 * old..6 * old + 6].copy_from_slice(&solved[6 * new..6 * new + 6]);
+            }
         }
     }
 }
