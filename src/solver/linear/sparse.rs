@@ -210,20 +210,14 @@ impl SparseCholesky {
         let (true, Some(symbolic), Some(buffer)) = (self.factored, &self.symbolic, &mut self.stack) else {
             return;
         };
-        for (new, &old) in self.order.iter().enumerate() {
-            self.permuted_rhs[6 * new..6 * new + 6].copy_from_slice(&rhs.as_slice()[6 * old..6 * old + 6]);
-        }
+        to_factor_order(&self.order, rhs.as_slice(), &mut self.permuted_rhs);
         let n = self.permuted_rhs.len();
         let llt = LltRef::new(symbolic, &self.factor_values);
         let x = MatMut::from_column_major_slice_mut(&mut self.permuted_rhs, n, 1);
         llt.solve_in_place_with_conj(Conj::No, x, Par::Seq, MemStack::new(buffer));
-        for (new, &old) in self.order.iter().enumerate() {
-            rhs.as_mut_slice()[6 * old..6 * old + 6].copy_from_slice(&self.permuted_rhs[6 * new..6 * new + 6]);
-        }
+        from_factor_order(&self.order, &self.permuted_rhs, rhs.as_mut_slice());
     }
-}
 
-impl SparseCholesky {
     /// Overwrites each column with `H⁻¹ column` in one multi-column solve, which streams the
     /// factor once for all of them instead of once per column.
     pub fn solve_columns_in_place(&mut self, columns: &mut [DVector<f64>]) {
@@ -242,22 +236,30 @@ impl SparseCholesky {
             ));
         }
         self.many_rhs.resize(n * k, 0.0);
-        for (j, column) in columns.iter().enumerate() {
-            let out = &mut self.many_rhs[j * n..(j + 1) * n];
-            for (new, &old) in self.order.iter().enumerate() {
-                out[6 * new..6 * new + 6].copy_from_slice(&column.as_slice()[6 * old..6 * old + 6]);
-            }
+        for (column, out) in columns.iter().zip(self.many_rhs.chunks_exact_mut(n)) {
+            to_factor_order(&self.order, column.as_slice(), out);
         }
         let llt = LltRef::new(symbolic, &self.factor_values);
         let x = MatMut::from_column_major_slice_mut(&mut self.many_rhs[..n * k], n, k);
         let buffer = self.many_stack.as_mut().expect("sized above");
         llt.solve_in_place_with_conj(Conj::No, x, Par::Seq, MemStack::new(buffer));
-        for (j, column) in columns.iter_mut().enumerate() {
-            let solved = &self.many_rhs[j * n..(j + 1) * n];
-            for (new, &old) in self.order.iter().enumerate() {
-                column.as_mut_slice()[6 * old..6 * old + 6].copy_from_slice(&solved[6 * new..6 * new + 6]);
-            }
+        for (column, solved) in columns.iter_mut().zip(self.many_rhs.chunks_exact(n)) {
+            from_factor_order(&self.order, solved, column.as_mut_slice());
         }
+    }
+}
+
+/// Copies a vector of body 6-blocks into the factor's body order (`order[new] = old`).
+fn to_factor_order(order: &[usize], from: &[f64], to: &mut [f64]) {
+    for (new, &old) in order.iter().enumerate() {
+        to[6 * new..6 * new + 6].copy_from_slice(&from[6 * old..6 * old + 6]);
+    }
+}
+
+/// Copies a vector in the factor's body order back into the bodies' order.
+fn from_factor_order(order: &[usize], from: &[f64], to: &mut [f64]) {
+    for (new, &old) in order.iter().enumerate() {
+        to[6 * old..6 * old + 6].copy_from_slice(&from[6 * new..6 * new + 6]);
     }
 }
 
