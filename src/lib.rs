@@ -44,7 +44,8 @@ pub mod prelude {
     pub use crate::components::*;
     pub use crate::plugin::{CanalPhysicsPlugin, PhysicsSchedule, PhysicsSet};
     pub use crate::resources::{
-        ContactPair, ContactPoint, Contacts, Gravity, PhysicsSettings, SolverStats, StageTimes,
+        CapturedIsland, CapturedProblems, ContactPair, ContactPoint, Contacts, Gravity, PhysicsSettings, SolverStats,
+        StageTimes,
     };
     pub use crate::solver::SolverSettings;
     pub use bevy_math::{Quat, Vec3};

@@ -7,7 +7,7 @@ use bevy_ecs::prelude::*;
 use bevy_math::Vec3;
 use bevy_reflect::prelude::*;
 
-use crate::solver::SolverSettings;
+use crate::solver::{SolveReport, SolverSettings, StepProblem};
 
 /// Gravitational acceleration, m/s² (default `(0, −9.81, 0)`).
 #[derive(Resource, Reflect, Clone, Copy, Debug, PartialEq)]
@@ -133,4 +133,43 @@ impl Contacts {
             .iter()
             .filter(move |p| p.entity1 == entity || p.entity2 == entity)
     }
+}
+
+/// Every island's solver problem and report, step after step, kept only while this resource
+/// exists: insert it to capture a scene's steps and replay them with the solver alone — to
+/// benchmark a solver change on the same problems, or to attach a step that did not converge to
+/// a bug report. Each problem is exactly what the solver was given, warm-start impulses included.
+///
+/// ```
+/// use bevy_app::prelude::*;
+/// use bevy_canal::prelude::*;
+/// use bevy_canal::solver::{Solution, Solver};
+///
+/// let mut app = App::new();
+/// app.add_plugins((bevy_time::TimePlugin, CanalPhysicsPlugin));
+/// app.init_resource::<CapturedProblems>();
+/// app.world_mut().spawn((RigidBody::Static, Collider::cuboid(10.0, 1.0, 10.0), Transform::from_xyz(0.0, -0.5, 0.0)));
+/// app.world_mut().spawn((RigidBody::Dynamic, Collider::cuboid(1.0, 1.0, 1.0), Transform::from_xyz(0.0, 0.5, 0.0)));
+/// app.world_mut().run_schedule(PhysicsSchedule);
+/// let captured = app.world_mut().resource_mut::<CapturedProblems>().islands.pop().unwrap();
+/// let replayed = Solver::new(SolverSettings::default()).solve(&captured.problem, &mut Solution::default());
+/// assert_eq!(replayed.newton_iterations, captured.report.newton_iterations);
+/// ```
+#[derive(Resource, Clone, Debug, Default)]
+pub struct CapturedProblems {
+    /// In step order, and by island within a step.
+    pub islands: Vec<CapturedIsland>,
+    /// Physics steps run since the resource was inserted.
+    pub steps: usize,
+}
+
+/// One island's step as the solver saw it, with how it went.
+#[derive(Clone, Debug)]
+pub struct CapturedIsland {
+    /// The step it was solved in, counted from 0 when the resource was inserted.
+    pub step: usize,
+    /// The problem, warm start included.
+    pub problem: StepProblem,
+    /// The solver's report.
+    pub report: SolveReport,
 }

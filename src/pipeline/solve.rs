@@ -15,7 +15,7 @@ use bevy_tasks::{ComputeTaskPool, TaskPool};
 use super::PhysicsWorld;
 use super::narrow_phase::GeneratedContact;
 use super::world::SimBody;
-use crate::resources::PhysicsSettings;
+use crate::resources::{CapturedIsland, CapturedProblems, PhysicsSettings};
 use crate::solver::{ContactSide, Solution, SolveReport, Solver, SolverBody, SolverContact, StepProblem};
 
 /// One island's problem, solver and answer, reused step after step.
@@ -106,7 +106,11 @@ fn impact_velocity(
     impacts.get(&contact.id).map(|&struck| struck.min(normal_velocity))
 }
 
-pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettings>) {
+pub(crate) fn solve(
+    mut world: ResMut<PhysicsWorld>,
+    settings: Res<PhysicsSettings>,
+    capture: Option<ResMut<CapturedProblems>>,
+) {
     let start = Instant::now();
     let world = &mut *world;
     let n = world.bodies.len();
@@ -222,6 +226,17 @@ pub(crate) fn solve(mut world: ResMut<PhysicsWorld>, settings: Res<PhysicsSettin
         islands.iter_mut().for_each(run);
     }
 
+    if let Some(mut capture) = capture {
+        let step = capture.steps;
+        capture.steps += 1;
+        for island in &world.islands[..count] {
+            capture.islands.push(CapturedIsland {
+                step,
+                problem: island.problem.clone(),
+                report: island.report,
+            });
+        }
+    }
     for island in &world.islands[..count] {
         // A step that found no solution is not a good guess for the next one.
         if island.report.failure != Some(crate::solver::SolveFailure::NoSolution) {

@@ -1,0 +1,164 @@
+//! The CANAL solver alone on island problems captured from the plugin.
+//!
+//! A scene's trajectory is chaotic: change the solver and the bodies go elsewhere, so two versions
+//! stepped through the plugin solve different problems. This benchmark first steps each scene of
+//! `scenes.rs` through the plugin with [`CapturedProblems`] inserted, keeps the island problems of
+//! its measured steps (warm starts included), and then re-solves exactly those with a fresh
+//! [`Solver`] and default settings. Every run, and every version of the solver, sees the same
+//! problems.
+//!
+//! `cargo bench --bench replay -- nomatch` prints, per scene: the captured steps and islands,
+//! Newton and polish iterations summed and per step (median, 90th percentile, largest), the
+//! islands that did not converge, the worst residual and the solve time per step; then the five
+//! costliest steps. Criterion then times the replay of each scene's first ten measured steps.
+//! `SCENES=pen` keeps only the scenes whose names contain one of the comma-separated words.
+
+use std::time::Duration;
+
+use bevy_canal::prelude::*;
+use bevy_canal::solver::{Solution, SolveReport, Solver, StepProblem};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+mod scene_set;
+use scene_set::{Scene, scenes};
+
+/// One captured island problem and its step.
+struct Captured {
+    step: usize,
+    problem: StepProblem,
+}
+
+/// Steps `scene` through the plugin and returns the island problems of its measured steps.
+fn capture(scene: &Scene) -> Vec<Captured> {
+    let (mut app, _) = scene_set::canal_app(scene, None);
+    for _ in 0..scene.settle {
+        app.world_mut().run_schedule(PhysicsSchedule);
+    }
+    app.init_resource::<CapturedProblems>();
+    for _ in 0..scene.measure {
+        app.world_mut().run_schedule(PhysicsSchedule);
+    }
+    let captured = app
+        .world_mut()
+        .remove_resource::<CapturedProblems>()
+        .unwrap_or_default();
+    captured
+        .islands
+        .into_iter()
+        .filter(|island| !island.problem.contacts.is_empty() || !island.problem.constraints.is_empty())
+        .map(|island| Captured {
+            step: scene.settle + island.step,
+            problem: island.problem,
+        })
+        .collect()
+}
+
+/// Solves every problem with one solver, as the plugin reuses one per island.
+fn replay(problems: &[Captured]) -> Vec<SolveReport> {
+    let mut solver = Solver::new(SolverSettings::default());
+    let mut solution = Solution::default();
+    problems
+        .iter()
+        .map(|c| solver.solve(&c.problem, &mut solution))
+        .collect()
+}
+
+/// The value at fraction `q` of `values`, sorted in place.
+fn quantile(values: &mut [u32], q: f64) -> u32 {
+    values.sort_unstable();
+    values[((values.len() - 1) as f64 * q).round() as usize]
+}
+
+fn summary(scene: &Scene, problems: &[Captured], reports: &[SolveReport]) {
+    let steps = scene.measure;
+    // Per step: the islands' Newton and polish iterations and solve times add up.
+    let mut newton = vec![0_u32; steps];
+    let mut polish = vec![0_u32; steps];
+    let mut time = vec![Duration::ZERO; steps];
+    let mut failed = 0;
+    let mut worst = 0.0_f64;
+    for (c, r) in problems.iter().zip(reports) {
+        let k = c.step - scene.settle;
+        newton[k] += r.newton_iterations;
+        polish[k] += r.polish_iterations;
+        time[k] += r.time;
+        failed += usize::from(!r.converged);
+        worst = worst.max(r.ncp_residual.max(r.feasibility_residual));
+    }
+    let total_ms = time.iter().sum::<Duration>().as_secs_f64() * 1e3;
+    let costliest = {
+        let mut order: Vec<usize> = (0..steps).collect();
+        order.sort_by(|&a, &b| time[b].cmp(&time[a]));
+        order.truncate(5);
+        order
+            .iter()
+            .map(|&k| {
+                format!(
+                    "{} ({} Newton, {:.1} ms)",
+                    scene.settle + k,
+                    newton[k] + polish[k],
+                    time[k].as_secs_f64() * 1e3
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut solves: Vec<u32> = newton.iter().zip(&polish).map(|(n, p)| n + p).collect();
+    println!(
+        "{:<16} {:>9} {:>7} | {:>8} {:>7} | {:>6} {:>6} {:>6} | {:>6} {:>9} | {:>9}",
+        scene.name,
+        format!("{}..{}", scene.settle, scene.settle + steps),
+        problems.len(),
+        newton.iter().sum::<u32>(),
+        polish.iter().sum::<u32>(),
+        quantile(&mut solves, 0.5),
+        quantile(&mut solves, 0.9),
+        quantile(&mut solves, 1.0),
+        failed,
+        format!("{worst:.1e}"),
+        format!("{:.3}", total_ms / steps as f64),
+    );
+    println!("{:<16} costliest steps: {costliest}", "");
+}
+
+fn bench(c: &mut Criterion) {
+    println!(
+        "\nThe solver alone (default settings) on the island problems the plugin captured in each \
+         scene's measured steps; Newton and polish iterations are linear solves"
+    );
+    println!(
+        "{:<16} {:>9} {:>7} | {:>8} {:>7} | {:>6} {:>6} {:>6} | {:>6} {:>9} | {:>9}",
+        "scene", "steps", "islands", "Newton", "polish", "median", "p90", "max", "failed", "worst m/s", "ms/step"
+    );
+    let captured: Vec<(Scene, Vec<Captured>)> = scenes()
+        .into_iter()
+        .map(|scene| {
+            let problems = capture(&scene);
+            (scene, problems)
+        })
+        .collect();
+    for (scene, problems) in &captured {
+        summary(scene, problems, &replay(problems));
+    }
+    for (scene, problems) in &captured {
+        let first: Vec<&Captured> = problems.iter().take_while(|c| c.step < scene.settle + 10).collect();
+        let mut group = c.benchmark_group(format!("replay/{}", scene.name));
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(2))
+            .warm_up_time(Duration::from_millis(300));
+        let mut solver = Solver::new(SolverSettings::default());
+        let mut solution = Solution::default();
+        group.bench_function("first 10 steps", |b| {
+            b.iter(|| {
+                for captured in &first {
+                    solver.solve(&captured.problem, &mut solution);
+                }
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
