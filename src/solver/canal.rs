@@ -440,9 +440,14 @@ impl Solver {
         self.polish_lambda.extend_from_slice(&self.best_lambda);
         self.polish_v = std::mem::take(&mut self.polish_v).resize_vertically(self.asm.dofs(), 0.0);
         let tolerance = self.settings.tolerance;
-        let (polished, taken) =
-            self.polish
-                .run(&self.asm, &mut self.polish_v, &mut self.polish_lambda, tolerance, steps);
+        let (polished, taken) = self.polish.run(
+            &self.asm,
+            &mut self.newton.system,
+            &mut self.polish_v,
+            &mut self.polish_lambda,
+            tolerance,
+            steps,
+        );
         if polished.worst() < best.worst() {
             *best = polished;
             self.best_v.copy_from(&self.polish_v);

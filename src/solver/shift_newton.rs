@@ -11,13 +11,11 @@
 //! Owns its buffers; reads the assembled problem and the Newton solver's last evaluation, and
 //! writes only the proposed `(λ, δ)`. Whether to take the step is the outer loop's decision.
 
-use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
-use faer::linalg::lu::partial_pivoting::{factor, solve};
-use faer::{MatMut, Par};
 use nalgebra::{DVector, Vector3};
 
 use super::assembly::Assembled;
 use super::cone::{self, Cone, ConeRegime};
+use super::linear::DenseLu;
 use super::newton::NewtonSolver;
 
 /// A step more than this many times the plain update's largest change is not trusted: the
@@ -48,13 +46,9 @@ pub(crate) struct ShiftNewton {
     /// `∂v/∂δⱼ` per sliding contact.
     columns: Vec<DVector<f64>>,
     moved: DVector<f64>,
-    /// `I − ∂S/∂δ`, column-major, then its LU factors.
-    matrix: Vec<f64>,
+    /// `I − ∂S/∂δ`.
+    lu: DenseLu,
     step: Vec<f64>,
-    perm: Vec<usize>,
-    perm_inv: Vec<usize>,
-    stack: Option<MemBuffer>,
-    stack_size: usize,
 }
 
 impl ShiftNewton {
@@ -102,8 +96,7 @@ impl ShiftNewton {
             return false;
         }
 
-        self.matrix.clear();
-        self.matrix.resize(k * k, 0.0);
+        let matrix = self.lu.matrix_mut(k);
         self.step.clear();
         let mut plain = 0.0_f64;
         for (a, &i) in self.sliding.iter().enumerate() {
@@ -114,14 +107,14 @@ impl ShiftNewton {
             let speed = cone::tangent_norm(&w);
             for (b, column) in self.columns[..k].iter().enumerate() {
                 let moved = asm.jacobian_times(i, column);
-                self.matrix[b * k + a] = -mu * (w.y * moved.y + w.z * moved.z) / speed;
+                matrix[b * k + a] = -mu * (w.y * moved.y + w.z * moved.z) / speed;
             }
-            self.matrix[a * k + a] += 1.0;
+            matrix[a * k + a] += 1.0;
             let residual = it.shift_next[i] - it.shift[i];
             plain = plain.max(residual.abs());
             self.step.push(residual);
         }
-        if !self.solve(k) || self.step.iter().any(|d| d.abs() > MAX_STEP_RATIO * plain) {
+        if !self.lu.solve_in_place(&mut self.step) || self.step.iter().any(|d| d.abs() > MAX_STEP_RATIO * plain) {
             return false;
         }
 
@@ -146,33 +139,5 @@ impl ShiftNewton {
             lambda[c] = it.cones[c].project(&(it.lambda_next[c] - weights[c] * change));
         }
         true
-    }
-
-    /// Solves `matrix · x = step` in place by LU with partial pivoting; false if not finite.
-    fn solve(&mut self, k: usize) -> bool {
-        if self.stack.is_none() || self.stack_size < k {
-            let req = StackReq::any_of(&[
-                factor::lu_in_place_scratch::<usize, f64>(k, k, Par::Seq, Default::default()),
-                solve::solve_in_place_scratch::<usize, f64>(k, 1, Par::Seq),
-            ]);
-            self.stack = Some(MemBuffer::new(req));
-            self.stack_size = k;
-        }
-        let stack = MemStack::new(self.stack.as_mut().expect("sized above"));
-        self.perm.resize(k, 0);
-        self.perm_inv.resize(k, 0);
-        let mut lu = MatMut::from_column_major_slice_mut(&mut self.matrix, k, k);
-        let (_, perm) = factor::lu_in_place(
-            lu.as_mut(),
-            &mut self.perm,
-            &mut self.perm_inv,
-            Par::Seq,
-            stack,
-            Default::default(),
-        );
-        let rhs = MatMut::from_column_major_slice_mut(&mut self.step, k, 1);
-        let lu = lu.as_ref();
-        solve::solve_in_place(lu, lu, perm, rhs, Par::Seq, stack);
-        self.step.iter().all(|d| d.is_finite())
     }
 }

@@ -6,6 +6,7 @@
 //! — and solves with it. It knows the assembled problem's shape, not the iteration.
 
 mod dense;
+mod dense_lu;
 mod sparse;
 
 use nalgebra::{DVector, Matrix3, Matrix6};
@@ -14,6 +15,8 @@ use super::assembly::Assembled;
 use super::report::LinearSolverKind;
 use dense::DenseCholesky;
 use sparse::SparseCholesky;
+
+pub(crate) use dense_lu::DenseLu;
 
 /// The factorization failed: `H` was not numerically positive definite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
