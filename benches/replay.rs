@@ -1,17 +1,18 @@
 //! The CANAL solver alone on island problems captured from the plugin.
 //!
-//! A scene's trajectory is chaotic: change the solver and the bodies go elsewhere, so two versions
-//! stepped through the plugin solve different problems. This benchmark first steps each scene of
-//! `scenes.rs` through the plugin with [`CapturedProblems`] inserted, keeps the island problems of
-//! its measured steps (warm starts included), and then re-solves exactly those with a fresh
-//! [`Solver`] and default settings. Every run, and every version of the solver, sees the same
-//! problems.
+//! A scene's trajectory is chaotic: change the solver's settings and the bodies go elsewhere, so
+//! two settings stepped through the plugin solve different problems. This benchmark first steps
+//! each scene of `scenes.rs` through the plugin with [`CapturedProblems`] inserted, keeps the
+//! island problems of its measured steps (warm starts included), and then re-solves exactly those
+//! with a fresh [`Solver`]: with default settings, and on the sphere pen also with the variants of
+//! [`variants`], all on the same problems. (The capture itself runs the solver as built, so two
+//! versions of the solver see the same problems only while their trajectories agree.)
 //!
-//! `cargo bench --bench replay -- nomatch` prints, per scene: the captured steps and islands,
-//! Newton and polish iterations summed and per step (median, 90th percentile, largest), the
-//! islands that did not converge, the worst residual and the solve time per step; then the five
-//! costliest steps. Criterion then times the replay of each scene's first ten measured steps.
-//! `SCENES=pen` keeps only the scenes whose names contain one of the comma-separated words.
+//! `cargo bench --bench replay -- nomatch` prints, per scene and setting: the captured steps and
+//! islands, Newton and polish iterations summed and per step (median, 90th percentile, largest),
+//! the islands that did not converge, the worst residual and the solve time per step; then the
+//! five costliest steps. Criterion then times the replay of each scene's first ten measured
+//! steps. `SCENES=pen` keeps only the scenes whose names contain one of the comma-separated words.
 
 use std::time::Duration;
 
@@ -53,9 +54,30 @@ fn capture(scene: &Scene) -> Vec<Captured> {
         .collect()
 }
 
+/// The settings compared with the defaults on the sphere pen, each with its label.
+fn variants() -> Vec<(&'static str, SolverSettings)> {
+    let default = SolverSettings::default();
+    vec![
+        (
+            "κ₀ 300 always",
+            SolverSettings {
+                warm_penalty_max_residual: f64::INFINITY,
+                ..default
+            },
+        ),
+        (
+            "no polish",
+            SolverSettings {
+                polish_iterations: 0,
+                ..default
+            },
+        ),
+    ]
+}
+
 /// Solves every problem with one solver, as the plugin reuses one per island.
-fn replay(problems: &[Captured]) -> Vec<SolveReport> {
-    let mut solver = Solver::new(SolverSettings::default());
+fn replay(problems: &[Captured], settings: SolverSettings) -> Vec<SolveReport> {
+    let mut solver = Solver::new(settings);
     let mut solution = Solution::default();
     problems
         .iter()
@@ -69,7 +91,7 @@ fn quantile(values: &mut [u32], q: f64) -> u32 {
     values[((values.len() - 1) as f64 * q).round() as usize]
 }
 
-fn summary(scene: &Scene, problems: &[Captured], reports: &[SolveReport]) {
+fn summary(label: &str, scene: &Scene, problems: &[Captured], reports: &[SolveReport]) {
     let steps = scene.measure;
     // Per step: the islands' Newton and polish iterations and solve times add up.
     let mut newton = vec![0_u32; steps];
@@ -105,8 +127,9 @@ fn summary(scene: &Scene, problems: &[Captured], reports: &[SolveReport]) {
     };
     let mut solves: Vec<u32> = newton.iter().zip(&polish).map(|(n, p)| n + p).collect();
     println!(
-        "{:<16} {:>9} {:>7} | {:>8} {:>7} | {:>6} {:>6} {:>6} | {:>6} {:>9} | {:>9}",
+        "{:<16} {:<13} {:>9} {:>7} | {:>8} {:>7} | {:>6} {:>6} {:>6} | {:>6} {:>9} | {:>9}",
         scene.name,
+        label,
         format!("{}..{}", scene.settle, scene.settle + steps),
         problems.len(),
         newton.iter().sum::<u32>(),
@@ -118,7 +141,7 @@ fn summary(scene: &Scene, problems: &[Captured], reports: &[SolveReport]) {
         format!("{worst:.1e}"),
         format!("{:.3}", total_ms / steps as f64),
     );
-    println!("{:<16} costliest steps: {costliest}", "");
+    println!("{:<30} costliest steps: {costliest}", "");
 }
 
 fn bench(c: &mut Criterion) {
@@ -138,7 +161,12 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     for (scene, problems) in &captured {
-        summary(scene, problems, &replay(problems));
+        summary("default", scene, problems, &replay(problems, SolverSettings::default()));
+        if scene.name.contains("pen") {
+            for (label, settings) in variants() {
+                summary(label, scene, problems, &replay(problems, settings));
+            }
+        }
     }
     for (scene, problems) in &captured {
         let first: Vec<&Captured> = problems.iter().take_while(|c| c.step < scene.settle + 10).collect();

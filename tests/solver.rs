@@ -298,6 +298,21 @@ fn warm_start_from_the_solution_is_accepted_without_iterating() {
         near.converged && near.outer_iterations <= 5,
         "{near:?} (cold: {cold:?})"
     );
+
+    // Impulses three times too large leave a residual of about 2 g h, far above
+    // `warm_penalty_max_residual`: that solve starts at the cold penalty, the near one at the warm.
+    let first = SolverSettings {
+        max_outer_iterations: 1,
+        polish_iterations: 0,
+        ..Default::default()
+    };
+    let near_first = Solver::new(first).solve(&warm, &mut again);
+    assert_eq!(near_first.penalty, first.warm_initial_penalty, "{near_first:?}");
+    for contact in &mut warm.contacts {
+        contact.warm_impulse = contact.warm_impulse.map(|w| w * (3.0 / 0.99));
+    }
+    let far_first = Solver::new(first).solve(&warm, &mut again);
+    assert_eq!(far_first.penalty, first.initial_penalty, "{far_first:?}");
 }
 
 /// A resting box whose corner contact `c` belongs to manifold `manifold(c)`, solved; the cache

@@ -223,7 +223,7 @@ impl Solver {
             return self.finish(report, best, None);
         }
 
-        let mut kappa = if warm_started {
+        let mut kappa = if warm_started && initial.worst() <= settings.warm_penalty_max_residual {
             settings.warm_initial_penalty
         } else {
             settings.initial_penalty
