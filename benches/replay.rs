@@ -146,12 +146,23 @@ fn summary(label: &str, scene: &Scene, problems: &[Captured], reports: &[SolveRe
 
 fn bench(c: &mut Criterion) {
     println!(
-        "\nThe solver alone (default settings) on the island problems the plugin captured in each \
+        "\nThe solver alone, default settings and on the pen variants, on the island problems the plugin captured in each \
          scene's measured steps; Newton and polish iterations are linear solves"
     );
     println!(
-        "{:<16} {:>9} {:>7} | {:>8} {:>7} | {:>6} {:>6} {:>6} | {:>6} {:>9} | {:>9}",
-        "scene", "steps", "islands", "Newton", "polish", "median", "p90", "max", "failed", "worst m/s", "ms/step"
+        "{:<16} {:<13} {:>9} {:>7} | {:>8} {:>7} | {:>6} {:>6} {:>6} | {:>6} {:>9} | {:>9}",
+        "scene",
+        "settings",
+        "steps",
+        "islands",
+        "Newton",
+        "polish",
+        "median",
+        "p90",
+        "max",
+        "failed",
+        "worst m/s",
+        "ms/step"
     );
     let captured: Vec<(Scene, Vec<Captured>)> = scenes()
         .into_iter()

@@ -158,15 +158,20 @@ pub fn sphere_pen(side: usize, layers: usize) -> Scene {
 }
 
 /// The scenes whose name contains one of the comma-separated words of `SCENES`: by default all
-/// of `scenes`, and those of `named_only` only when named.
+/// of `scenes`, and those of `named_only` only when a word begins their name.
 pub fn selected(scenes: Vec<Scene>, named_only: Vec<Scene>) -> Vec<Scene> {
     let Ok(filter) = std::env::var("SCENES") else {
         return scenes;
     };
+    let words: Vec<&str> = filter.split(',').map(str::trim).collect();
+    // `SCENES=pen` keeps the 125-sphere pen without starting the 25-minute 1000-sphere one.
+    let named = named_only
+        .into_iter()
+        .filter(|s| words.iter().any(|word| s.name.starts_with(word)));
     scenes
         .into_iter()
-        .chain(named_only)
-        .filter(|s| filter.split(',').any(|word| s.name.contains(word.trim())))
+        .filter(|s| words.iter().any(|word| s.name.contains(word)))
+        .chain(named)
         .collect()
 }
 
