@@ -38,9 +38,9 @@ pub struct SolverSettings {
     /// that changed) and the solve begins with `initial_penalty` as a cold one does. Impulses 1%
     /// off leave about 1.6e-3 m/s at 60 Hz (where κ₀ = 300 pays, see above); the 125-sphere
     /// pen's warm starts, with spheres still landing, leave 0.05–3 m/s. On three sets of 60
-    /// captured pen steps this rule took 15.9k, 13.5k and 21.7k Newton iterations where κ₀ = 300
-    /// on every warm start took 20.0k, 22.0k and 29.5k, and left 1, 0 and 4 steps above the
-    /// tolerance where that left 1, 1 and 3.
+    /// captured pen steps, starting these far warm starts at κ₀ = 10 took 15.9k, 13.5k and 21.7k
+    /// Newton iterations where κ₀ = 300 took 20.0k, 22.0k and 29.5k, and left 1, 0 and 4 steps
+    /// above the tolerance where that left 1, 1 and 3.
     pub warm_penalty_max_residual: f64,
     /// Largest κ the penalty rule may reach.
     pub max_penalty: f64,
