@@ -17,20 +17,15 @@
 use std::time::Duration;
 
 use bevy_canal::prelude::*;
-use bevy_canal::solver::{Solution, SolveReport, Solver, StepProblem};
+use bevy_canal::solver::{Solution, SolveReport, Solver};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 mod scene_set;
 use scene_set::{Scene, scenes};
 
-/// One captured island problem and its step.
-struct Captured {
-    step: usize,
-    problem: StepProblem,
-}
-
-/// Steps `scene` through the plugin and returns the island problems of its measured steps.
-fn capture(scene: &Scene) -> Vec<Captured> {
+/// Steps `scene` through the plugin and returns the island problems of its measured steps, each
+/// numbered from the first measured step.
+fn capture(scene: &Scene) -> Vec<CapturedIsland> {
     let (mut app, _) = scene_set::canal_app(scene, None);
     for _ in 0..scene.settle {
         app.world_mut().run_schedule(PhysicsSchedule);
@@ -39,19 +34,13 @@ fn capture(scene: &Scene) -> Vec<Captured> {
     for _ in 0..scene.measure {
         app.world_mut().run_schedule(PhysicsSchedule);
     }
-    let captured = app
+    let mut captured = app
         .world_mut()
         .remove_resource::<CapturedProblems>()
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .islands;
+    captured.retain(|island| !island.problem.contacts.is_empty() || !island.problem.constraints.is_empty());
     captured
-        .islands
-        .into_iter()
-        .filter(|island| !island.problem.contacts.is_empty() || !island.problem.constraints.is_empty())
-        .map(|island| Captured {
-            step: scene.settle + island.step,
-            problem: island.problem,
-        })
-        .collect()
 }
 
 /// The settings compared with the defaults on the sphere pen, each with its label.
@@ -76,7 +65,7 @@ fn variants() -> Vec<(&'static str, SolverSettings)> {
 }
 
 /// Solves every problem with one solver, as the plugin reuses one per island.
-fn replay(problems: &[Captured], settings: SolverSettings) -> Vec<SolveReport> {
+fn replay(problems: &[CapturedIsland], settings: SolverSettings) -> Vec<SolveReport> {
     let mut solver = Solver::new(settings);
     let mut solution = Solution::default();
     problems
@@ -91,7 +80,7 @@ fn quantile(values: &mut [u32], q: f64) -> u32 {
     values[((values.len() - 1) as f64 * q).round() as usize]
 }
 
-fn summary(label: &str, scene: &Scene, problems: &[Captured], reports: &[SolveReport]) {
+fn summary(label: &str, scene: &Scene, problems: &[CapturedIsland], reports: &[SolveReport]) {
     let steps = scene.measure;
     // Per step: the islands' Newton and polish iterations and solve times add up.
     let mut newton = vec![0_u32; steps];
@@ -100,7 +89,7 @@ fn summary(label: &str, scene: &Scene, problems: &[Captured], reports: &[SolveRe
     let mut failed = 0;
     let mut worst = 0.0_f64;
     for (c, r) in problems.iter().zip(reports) {
-        let k = c.step - scene.settle;
+        let k = c.step;
         newton[k] += r.newton_iterations;
         polish[k] += r.polish_iterations;
         time[k] += r.time;
@@ -164,7 +153,7 @@ fn bench(c: &mut Criterion) {
         "worst m/s",
         "ms/step"
     );
-    let captured: Vec<(Scene, Vec<Captured>)> = scenes()
+    let captured: Vec<(Scene, Vec<CapturedIsland>)> = scenes()
         .into_iter()
         .map(|scene| {
             let problems = capture(&scene);
@@ -180,7 +169,7 @@ fn bench(c: &mut Criterion) {
         }
     }
     for (scene, problems) in &captured {
-        let first: Vec<&Captured> = problems.iter().take_while(|c| c.step < scene.settle + 10).collect();
+        let first: Vec<&CapturedIsland> = problems.iter().take_while(|c| c.step < 10).collect();
         let mut group = c.benchmark_group(format!("replay/{}", scene.name));
         group
             .sample_size(10)

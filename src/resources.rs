@@ -137,8 +137,8 @@ impl Contacts {
 
 /// Every island's solver problem and report, step after step, kept only while this resource
 /// exists: insert it to capture a scene's steps and replay them with the solver alone — to
-/// benchmark a solver change on the same problems, or to attach a step that did not converge to
-/// a bug report. Each problem is exactly what the solver was given, warm-start impulses included.
+/// compare solver settings on the same problems, or to attach a step that did not converge to a
+/// bug report. Each problem is exactly what the solver was given, warm-start impulses included.
 ///
 /// ```
 /// use bevy_app::prelude::*;

@@ -56,12 +56,11 @@ const MAX_DAMPING: f64 = 1e3;
 
 #[derive(Default)]
 pub(crate) struct Polish {
-    /// Per contact: `Rᵢ = λᵢ − Pᵢ`, `Gᵢ`, `uᵢ` (zero when the shift is not linearised) and the
-    /// regime of `Pᵢ`'s argument.
+    /// Per contact: `Rᵢ = λᵢ − Pᵢ`, `Gᵢ` and `uᵢ`, zero unless the contact slides (then its shift
+    /// is linearised).
     residual: Vec<Vector3<f64>>,
     jacobian: Vec<Matrix3<f64>>,
     shift_row: Vec<Vector3<f64>>,
-    sliding: Vec<bool>,
     /// Per contact, for the current damping: `Cᵢ⁻¹` and `mᵢ Cᵢ⁻¹ Gᵢ`.
     inverse: Vec<Matrix3<f64>>,
     weights: Vec<Matrix3<f64>>,
@@ -100,7 +99,6 @@ impl Polish {
         for buffer in [&mut self.jacobian, &mut self.inverse, &mut self.weights] {
             buffer.resize(nc, Matrix3::zeros());
         }
-        self.sliding.resize(nc, false);
         asm.velocities_for(lambda, &mut self.scratch, v);
         let mut current = self.evaluate(asm, v, lambda, true);
         let mut damping = INITIAL_DAMPING;
@@ -133,7 +131,7 @@ impl Polish {
     }
 
     /// The summed squares of `rᵢ = (λᵢ − Pᵢ(λᵢ − mᵢŷᵢ)) / mᵢ` (m/s); with `linearise`, keeps each
-    /// `Rᵢ = mᵢ rᵢ`, `Gᵢ`, the shift's row `uᵢ` and whether the contact slides.
+    /// `Rᵢ = mᵢ rᵢ`, `Gᵢ` and, on a sliding contact, the shift's row `uᵢ`.
     fn evaluate(&mut self, asm: &Assembled, v: &DVector<f64>, lambda: &[Vector3<f64>], linearise: bool) -> f64 {
         let mut merit = 0.0;
         for (c, contact) in asm.contacts.iter().enumerate() {
@@ -151,12 +149,10 @@ impl Polish {
             self.residual[c] = r;
             self.jacobian[c] = g;
             self.shift_row[c] = Vector3::zeros();
-            self.sliding[c] = false;
             if let Cone::Coulomb { mu } = contact.cone {
                 let speed = cone::tangent_norm(&w);
                 if speed > MIN_SLIDING_SPEED && cone::project(mu, &argument).1 == ConeRegime::Slide {
                     self.shift_row[c] = Vector3::new(0.0, mu * w.y / speed, mu * w.z / speed);
-                    self.sliding[c] = true;
                 }
             }
         }
@@ -182,7 +178,7 @@ impl Polish {
             self.inverse[c] = inverse;
             // Symmetric in exact arithmetic; made so to the bit for the Cholesky.
             self.weights[c] = 0.5 * (weight + weight.transpose());
-            if self.sliding[c] {
+            if self.shift_row[c] != Vector3::zeros() {
                 self.active.push(c);
             }
         }
