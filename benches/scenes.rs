@@ -10,7 +10,7 @@
 //! manifold `dist` goes stale under its default contact recycling, so its overlap is also recomputed
 //! from the current poses (`rap. geom`). Then a time-to-accuracy sweep on the ten-box
 //! stack and the pyramid: CANAL's tolerance from 1e-2 to 1e-10 m/s against Rapier's
-//! `num_solver_iterations` from 4 to 256. `cargo bench --bench scenes -- nomatch` prints only the tables;
+//! `num_solver_iterations` from 4 to 256, with median and mean step times. `cargo bench --bench scenes -- nomatch` prints only the tables;
 //! `SCENES=pyramid,pen` keeps only the scenes whose names contain one of those words;
 //! `SCENES=spheres1000` runs the 1000-sphere pen, left out by default (about 25 minutes).
 
@@ -227,6 +227,8 @@ impl Engine for Rapier {
 /// What a run of `settle + measure` steps measured.
 struct Run {
     median: Duration,
+    /// Mean step time: where steps alternate between cheap and costly the median shows only one.
+    mean: Duration,
     /// Largest penetration over the measured steps, m: reported, and recomputed (see
     /// [`Engine::max_penetration`]).
     penetration: f32,
@@ -267,6 +269,7 @@ fn run(engine: &mut dyn Engine, settle: usize, measure: usize) -> Run {
     }
     Run {
         median: times[times.len() / 2],
+        mean: times.iter().sum::<Duration>() / times.len() as u32,
         penetration,
         overlap,
         sink,
@@ -340,15 +343,16 @@ fn sweep_scene(scene: &Scene) {
     let (settle, measure) = (scene.settle, scene.measure);
     let header = |first: &str| {
         println!(
-            "{:>10} {:>9} {:>10} {:>9} {:>9} {:>9}",
-            first, "ms/step", "worst ncp", "pen m", "geom pen", "sink m"
+            "{:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",
+            first, "ms/step", "mean ms", "worst ncp", "pen m", "geom pen", "sink m"
         )
     };
     let row = |setting: String, r: &Run| {
         println!(
-            "{:>10} {:>9.3} {:>10} {:>9.1e} {:>9} {:>9.1e}",
+            "{:>10} {:>9.3} {:>9.3} {:>10} {:>9.1e} {:>9} {:>9.1e}",
             setting,
             ms(r.median),
+            ms(r.mean),
             r.ncp.map_or("—".to_string(), |n| format!("{n:.1e}")),
             r.penetration,
             r.overlap.map_or("—".to_string(), |o| format!("{o:.1e}")),
