@@ -275,12 +275,7 @@ fn newton_converges_quadratically_near_the_solution() {
 #[test]
 fn warm_start_from_the_solution_is_accepted_without_iterating() {
     let problem = scenes::box_pyramid(10, 0.5, DT);
-    // Without the headroom iterations, which would add up to two to each count below.
-    let settings = SolverSettings {
-        headroom: 1.0,
-        ..Default::default()
-    };
-    let (cold, solution, mut solver) = solve(&problem, settings);
+    let (cold, solution, mut solver) = solve(&problem, SolverSettings::default());
     assert!(cold.converged, "{cold:?}");
     let mut warm = problem.clone();
     let mut cache = WarmStartCache::default();

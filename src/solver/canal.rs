@@ -241,7 +241,6 @@ impl Solver {
         let mut stalled_at_cap = 0;
         let mut drifting = 0;
         let mut failure = Some(SolveFailure::BudgetExhausted);
-        let mut headroom_left = settings.headroom_iterations;
 
         for outer in 0..settings.max_outer_iterations {
             report.outer_iterations = outer + 1;
@@ -266,7 +265,6 @@ impl Solver {
             {
                 std::mem::swap(&mut self.v, &mut self.scratch2);
             }
-            let newton_before = counts.newton;
             if self
                 .newton
                 .minimize(&self.asm, &surrogate, &mut self.v, settings, &mut counts)
@@ -300,11 +298,7 @@ impl Solver {
                     penalty: kappa,
                 });
             }
-            // Within the tolerance, only a better iterate replaces the best: the headroom
-            // iterations below must not trade it for a worse one.
-            if residuals.worst() < best.worst()
-                || (residuals.within(settings.tolerance) && !best.within(settings.tolerance))
-            {
+            if residuals.worst() < best.worst() || residuals.within(settings.tolerance) {
                 best = residuals;
                 std::mem::swap(&mut self.lambda, &mut self.lambda_next);
                 self.keep_best();
@@ -315,15 +309,7 @@ impl Solver {
             }
             if residuals.within(settings.tolerance) {
                 failure = None;
-                // Headroom: while an outer iteration costs a single Newton step (the iterate is
-                // near the solution and the active set settled), go on towards
-                // `tolerance × headroom`, so that the next step's warm start, these impulses
-                // again, is still within the tolerance (see `SolverSettings::headroom`).
-                let cheap = counts.newton - newton_before <= 1;
-                if headroom_left == 0 || !cheap || residuals.within(settings.tolerance * settings.headroom) {
-                    break;
-                }
-                headroom_left -= 1;
+                break;
             }
 
             // §3.7: at the penalty cap, a run without a better residual in which every outer
@@ -331,11 +317,7 @@ impl Solver {
             // feasibility residual) means they grow without bound: no velocity satisfies the
             // constraints. A slow drift along a degenerate contact set also stalls, but with
             // multiplier steps far below the violation.
-            if failure.is_some()
-                && kappa >= settings.max_penalty
-                && since_best > 0
-                && primal >= 0.5 * residuals.feasibility
-            {
+            if kappa >= settings.max_penalty && since_best > 0 && primal >= 0.5 * residuals.feasibility {
                 stalled_at_cap += 1;
                 if stalled_at_cap >= 2 * settings.patience {
                     failure = Some(SolveFailure::NoSolution);

@@ -5,22 +5,6 @@
 pub struct SolverSettings {
     /// Stop when both the NCP and the feasibility residual are at or below this, m/s.
     pub tolerance: f64,
-    /// Fraction of `tolerance` a solve that had to iterate aims for once it is within the
-    /// tolerance, in (0, 1]; 1 turns the headroom off. It takes at most `headroom_iterations`
-    /// more outer iterations, and only while each costs a single Newton step, so a solve whose
-    /// active set is still moving stops at the tolerance as before.
-    ///
-    /// Why: a resting scene solved just to the tolerance leaves the next step's warm start (the
-    /// same impulses, re-applied to velocities they have already corrected) just outside it, so
-    /// every other step had to iterate. Solved to a hundredth of it, the warm start is accepted
-    /// for tens of steps. Measured over steps 30–150 at 1e-8 m/s (mean Newton iterations per
-    /// step, without → with): ten-box stack 0.45 → 0, 100 three-box stacks 46.7 → 0, 210-box
-    /// pyramid 0.45 → 0.22; the pyramid at 1e-6 m/s 8.0 → 1.5. At 1e-4 and 1e-2 m/s, where the
-    /// pyramid creeps and no warm start is accepted, the counts are unchanged (7.3 → 6.9,
-    /// 12.4 → 12.4); without the single-Newton-step condition they rose to 15.8 and 15.9.
-    pub headroom: f64,
-    /// Most outer iterations spent on `headroom` after the tolerance is reached.
-    pub headroom_iterations: u32,
     /// Most augmented-Lagrangian (outer) iterations per solve.
     pub max_outer_iterations: u32,
     /// Most Newton iterations per outer iteration.
@@ -99,8 +83,6 @@ impl Default for SolverSettings {
     fn default() -> Self {
         Self {
             tolerance: 1e-8,
-            headroom: 0.01,
-            headroom_iterations: 2,
             max_outer_iterations: 200,
             max_newton_iterations: 50,
             max_line_search_iterations: 50,
