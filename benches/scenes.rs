@@ -10,7 +10,8 @@
 //! manifold `dist` goes stale under its default contact recycling, so its overlap is also recomputed
 //! from the current poses (`rap. geom`). Then a time-to-accuracy sweep on the ten-box
 //! stack and the pyramid: CANAL's tolerance from 1e-2 to 1e-10 m/s against Rapier's
-//! `num_solver_iterations` from 4 to 256, with median and mean step times. `cargo bench --bench scenes -- nomatch` prints only the tables;
+//! `num_solver_iterations` from 4 to 256, with median and mean step times.
+//! `cargo bench --bench scenes -- nomatch` prints only the tables;
 //! `SCENES=pyramid,pen` keeps only the scenes whose names contain one of those words;
 //! `SCENES=spheres1000` runs the 1000-sphere pen, left out by default (about 25 minutes).
 
