@@ -72,6 +72,9 @@ pub struct SolverStats {
     pub outer_iterations: u32,
     /// Newton iterations, summed over islands.
     pub newton_iterations: u32,
+    /// Projected Gauss–Seidel sweeps given to near-miss warm starts, summed over islands (see
+    /// `SolverSettings::smoothing_sweeps`).
+    pub smoothing_sweeps: u32,
     /// Semismooth Newton steps of the polish that follows a spent outer budget, summed over
     /// islands (see `SolverSettings::polish_iterations`).
     pub polish_iterations: u32,

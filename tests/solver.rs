@@ -272,16 +272,27 @@ fn newton_converges_quadratically_near_the_solution() {
     assert!(checked >= 5, "too few asymptotic Newton steps to judge: {trace:?}");
 }
 
+/// `problem` with `solution`'s impulses as its warm start, as the next step would see it.
+fn warm_started(problem: &StepProblem, solution: &Solution) -> StepProblem {
+    let mut warm = problem.clone();
+    let mut cache = WarmStartCache::default();
+    cache.record(&warm.contacts, solution);
+    cache.finish_step();
+    cache.apply(&mut warm.contacts);
+    warm
+}
+
 #[test]
 fn warm_start_from_the_solution_is_accepted_without_iterating() {
     let problem = scenes::box_pyramid(10, 0.5, DT);
-    let (cold, solution, mut solver) = solve(&problem, SolverSettings::default());
+    // Without the headroom iterations, which would add up to two to each count below.
+    let settings = SolverSettings {
+        headroom: 1.0,
+        ..Default::default()
+    };
+    let (cold, solution, mut solver) = solve(&problem, settings);
     assert!(cold.converged, "{cold:?}");
-    let mut warm = problem.clone();
-    let mut cache = WarmStartCache::default();
-    cache.record(&warm.contacts, &solution);
-    cache.finish_step();
-    cache.apply(&mut warm.contacts);
+    let mut warm = warm_started(&problem, &solution);
     let mut again = Solution::default();
     let report = solver.solve(&warm, &mut again);
     assert!(report.converged && report.outer_iterations <= 1, "{report:?}");
@@ -313,6 +324,58 @@ fn warm_start_from_the_solution_is_accepted_without_iterating() {
     }
     let far_first = Solver::new(first).solve(&warm, &mut again);
     assert_eq!(far_first.penalty, first.initial_penalty, "{far_first:?}");
+}
+
+/// A warm start a few times the tolerance off (last step's impulses, the bodies having moved a
+/// hair) is brought within it by the smoothing sweeps, without a Newton step; unsmoothed, the
+/// same warm start goes to Newton.
+#[test]
+fn a_near_miss_warm_start_is_smoothed_without_newton() {
+    let problem = scenes::box_pyramid(10, 0.5, DT);
+    let (exact, solution, _) = solve(&problem, tight());
+    assert!(exact.converged, "{exact:?}");
+    let mut warm = warm_started(&problem, &solution);
+    // Uneven errors of a few parts in 1e8: a uniform scaling would be the slowest mode for
+    // Gauss–Seidel, not what a step of drift leaves.
+    for (c, contact) in warm.contacts.iter_mut().enumerate() {
+        let error = [2e-8, -1e-8, 0.5e-8][c % 3];
+        contact.warm_impulse = contact.warm_impulse.map(|w| w * (1.0 + error));
+    }
+    let as_given = SolverSettings {
+        smoothing_sweeps: 0,
+        max_outer_iterations: 0,
+        polish_iterations: 0,
+        ..Default::default()
+    };
+    let initial = Solver::new(as_given).solve(&warm, &mut Solution::default());
+    let initial = initial.ncp_residual.max(initial.feasibility_residual);
+    let settings = SolverSettings::default();
+    assert!(
+        initial > settings.tolerance && initial <= settings.smoothing_max_ratio * settings.tolerance,
+        "the warm start's residual {initial:e} m/s is not a near miss"
+    );
+
+    let mut smoothed = Solution::default();
+    let report = Solver::new(settings).solve(&warm, &mut smoothed);
+    println!("warm start at {initial:.1e} m/s, smoothed: {report:?}");
+    assert!(report.converged && report.warm_start_accepted, "{report:?}");
+    assert_eq!(
+        (report.outer_iterations, report.newton_iterations),
+        (0, 0),
+        "{report:?}"
+    );
+    assert_eq!(report.smoothing_sweeps, settings.smoothing_sweeps);
+    assert!(report.dynamics_residual < 1e-12, "{report:?}");
+    for (a, b) in smoothed.velocities.iter().zip(&solution.velocities) {
+        assert!((a.linear - b.linear).length() < 1e-7, "{a:?} vs {b:?}");
+    }
+
+    let unsmoothed = SolverSettings {
+        smoothing_sweeps: 0,
+        ..Default::default()
+    };
+    let report = Solver::new(unsmoothed).solve(&warm, &mut Solution::default());
+    assert!(report.converged && report.newton_iterations >= 1, "{report:?}");
 }
 
 /// A resting box whose corner contact `c` belongs to manifold `manifold(c)`, solved; the cache

@@ -110,6 +110,7 @@ pub(crate) fn write_back(
         summary.outer_iterations += report.outer_iterations;
         summary.newton_iterations += report.newton_iterations;
         summary.polish_iterations += report.polish_iterations;
+        summary.smoothing_sweeps += report.smoothing_sweeps;
         summary.ncp_residual = summary.ncp_residual.max(report.ncp_residual);
         summary.feasibility_residual = summary.feasibility_residual.max(report.feasibility_residual);
         summary.converged &= report.converged;

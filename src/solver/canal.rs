@@ -19,6 +19,7 @@ use super::report::{BodyVelocity, ContactImpulse, LinearSolverKind, Solution, So
 use super::residual::{ContactResiduals, contact_residuals, contact_residuals_at, dynamics_residual};
 use super::settings::SolverSettings;
 use super::shift_newton::{ShiftIterate, ShiftNewton};
+use super::smoothing::Smoother;
 
 /// Outer iterations whose images move in one direction (cosine ≥ 0.999) before the solver jumps
 /// along it. Three already rescued the degenerate landing box, but moved random seed 187's
@@ -97,6 +98,7 @@ pub struct Solver {
     polish: Polish,
     polish_lambda: Vec<Vector3<f64>>,
     polish_v: DVector<f64>,
+    smoother: Smoother,
 }
 
 impl Solver {
@@ -215,10 +217,23 @@ impl Solver {
             penalty: settings.initial_penalty,
             ..Default::default()
         };
-        let initial = contact_residuals(&self.asm, &self.v, &self.lambda);
+        let mut initial = contact_residuals(&self.asm, &self.v, &self.lambda);
         self.keep_best();
+        if warm_started
+            && settings.smoothing_sweeps > 0
+            && !initial.within(settings.tolerance)
+            && initial.worst() <= settings.smoothing_max_ratio * settings.tolerance
+        {
+            report.smoothing_sweeps = settings.smoothing_sweeps;
+            initial = self.smooth_warm_start(initial, settings.smoothing_sweeps);
+        }
         let mut best = initial;
-        if initial.within(settings.tolerance) {
+        let accept = if report.smoothing_sweeps > 0 {
+            settings.tolerance.min(settings.smoothing_accept)
+        } else {
+            settings.tolerance
+        };
+        if initial.within(accept) {
             report.warm_start_accepted = nc > 0;
             return self.finish(report, best, None);
         }
@@ -241,6 +256,7 @@ impl Solver {
         let mut stalled_at_cap = 0;
         let mut drifting = 0;
         let mut failure = Some(SolveFailure::BudgetExhausted);
+        let mut headroom_left = settings.headroom_iterations;
 
         for outer in 0..settings.max_outer_iterations {
             report.outer_iterations = outer + 1;
@@ -265,6 +281,7 @@ impl Solver {
             {
                 std::mem::swap(&mut self.v, &mut self.scratch2);
             }
+            let newton_before = counts.newton;
             if self
                 .newton
                 .minimize(&self.asm, &surrogate, &mut self.v, settings, &mut counts)
@@ -298,7 +315,11 @@ impl Solver {
                     penalty: kappa,
                 });
             }
-            if residuals.worst() < best.worst() || residuals.within(settings.tolerance) {
+            // Within the tolerance, only a better iterate replaces the best: the headroom
+            // iterations below must not trade it for a worse one.
+            if residuals.worst() < best.worst()
+                || (residuals.within(settings.tolerance) && !best.within(settings.tolerance))
+            {
                 best = residuals;
                 std::mem::swap(&mut self.lambda, &mut self.lambda_next);
                 self.keep_best();
@@ -309,7 +330,15 @@ impl Solver {
             }
             if residuals.within(settings.tolerance) {
                 failure = None;
-                break;
+                // Headroom: while an outer iteration costs at most one Newton step (the iterate
+                // is near the solution, the active set settled), go on towards
+                // `tolerance × headroom`, so that the next step's warm start, these impulses
+                // again, is still within the tolerance.
+                let cheap = counts.newton - newton_before <= 1;
+                if headroom_left == 0 || !cheap || residuals.within(settings.tolerance * settings.headroom) {
+                    break;
+                }
+                headroom_left -= 1;
             }
 
             // §3.7: at the penalty cap, a run without a better residual in which every outer
@@ -317,7 +346,11 @@ impl Solver {
             // feasibility residual) means they grow without bound: no velocity satisfies the
             // constraints. A slow drift along a degenerate contact set also stalls, but with
             // multiplier steps far below the violation.
-            if kappa >= settings.max_penalty && since_best > 0 && primal >= 0.5 * residuals.feasibility {
+            if failure.is_some()
+                && kappa >= settings.max_penalty
+                && since_best > 0
+                && primal >= 0.5 * residuals.feasibility
+            {
                 stalled_at_cap += 1;
                 if stalled_at_cap >= 2 * settings.patience {
                     failure = Some(SolveFailure::NoSolution);
@@ -376,6 +409,26 @@ impl Solver {
         report.line_search_iterations = counts.line_search;
         report.penalty = kappa;
         self.finish(report, best, failure)
+    }
+
+    /// Smooths the warm start `(λ, v)` whose residuals are `initial`; keeps the smoothed pair
+    /// (with `v` recomputed from the impulses, so it satisfies the dynamics exactly) when its
+    /// residual is lower, and returns the residuals of whichever pair is kept.
+    fn smooth_warm_start(&mut self, initial: ContactResiduals, sweeps: u32) -> ContactResiduals {
+        self.lambda_next.copy_from_slice(&self.lambda);
+        self.scratch2.copy_from(&self.v);
+        self.smoother
+            .run(&self.asm, &mut self.lambda_next, &mut self.scratch2, sweeps);
+        self.asm
+            .velocities_for(&self.lambda_next, &mut self.scratch, &mut self.scratch2);
+        let smoothed = contact_residuals(&self.asm, &self.scratch2, &self.lambda_next);
+        if smoothed.worst() >= initial.worst() {
+            return initial;
+        }
+        std::mem::swap(&mut self.lambda, &mut self.lambda_next);
+        std::mem::swap(&mut self.v, &mut self.scratch2);
+        self.keep_best();
+        smoothed
     }
 
     /// Chooses the next outer iteration's `(λ, δ)` from the last image: Anderson-mixed, or, on

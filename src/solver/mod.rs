@@ -5,7 +5,7 @@
 //! a [`SolveReport`] how well it did. The method, step by step, is in the crate's design note
 //! (`canal-solver.md`): the data flows
 //!
-//! [`problem`] → `assembly` (A, b, J, e) → `canal` (outer multiplier loop, `shift_newton` on the sliding contacts' shifts, `polish` when its budget is spent) → `newton` (surrogate
+//! [`problem`] → `assembly` (A, b, J, e) → `canal` (`smoothing` of a near-miss warm start, outer multiplier loop, `shift_newton` on the sliding contacts' shifts, `polish` when its budget is spent) → `newton` (surrogate
 //! minimisation, `linear` systems, `line_search`) → [`report`] (velocities, impulses, residuals).
 //!
 //! Nothing here knows about Bevy; the plugin converts its components into a [`StepProblem`].
@@ -24,6 +24,7 @@ mod residual;
 pub mod scenes;
 pub mod settings;
 mod shift_newton;
+mod smoothing;
 mod warm_start;
 
 pub use canal::{OuterTrace, Solver};

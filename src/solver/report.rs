@@ -59,6 +59,9 @@ pub struct SolveReport {
     /// Semismooth Newton steps of the polish that follows a spent outer budget
     /// ([`SolverSettings::polish_iterations`](super::SolverSettings::polish_iterations)).
     pub polish_iterations: u32,
+    /// Projected Gauss–Seidel sweeps given to the warm start
+    /// ([`SolverSettings::smoothing_sweeps`](super::SolverSettings::smoothing_sweeps)).
+    pub smoothing_sweeps: u32,
     /// Worst contact's natural-map residual, m/s (design note §4).
     pub ncp_residual: f64,
     /// Worst contact's distance of the shifted velocity from the dual cone, m/s (design note §4).
@@ -72,7 +75,8 @@ pub struct SolveReport {
     pub failure: Option<SolveFailure>,
     /// The dimensionless penalty κ at the end.
     pub penalty: f64,
-    /// The warm start alone already met the tolerance.
+    /// The warm start met the tolerance without an outer iteration: as given, or after the
+    /// smoothing sweeps.
     pub warm_start_accepted: bool,
     /// How the Newton systems were factored.
     pub linear_solver: LinearSolverKind,
