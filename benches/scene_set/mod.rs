@@ -158,8 +158,18 @@ pub fn sphere_pen(side: usize, layers: usize) -> Scene {
 }
 
 /// The scenes whose name contains one of the comma-separated words of `SCENES`: by default all
-/// of `scenes`, and those of `named_only` only when a word begins their name.
+/// of `scenes`, and those of `named_only` only when a word begins their name. `MEASURE=570`
+/// measures that many steps of each after its settling ones (a long run: steps 30–600).
 pub fn selected(scenes: Vec<Scene>, named_only: Vec<Scene>) -> Vec<Scene> {
+    let measure = std::env::var("MEASURE").ok().and_then(|m| m.parse().ok());
+    let mut scenes = filtered(scenes, named_only);
+    for scene in &mut scenes {
+        scene.measure = measure.unwrap_or(scene.measure);
+    }
+    scenes
+}
+
+fn filtered(scenes: Vec<Scene>, named_only: Vec<Scene>) -> Vec<Scene> {
     let Ok(filter) = std::env::var("SCENES") else {
         return scenes;
     };
