@@ -285,7 +285,7 @@ fn warm_started(problem: &StepProblem, solution: &Solution) -> StepProblem {
 #[test]
 fn warm_start_from_the_solution_is_accepted_without_iterating() {
     let problem = scenes::box_pyramid(10, 0.5, DT);
-    // Without the headroom iterations, which would add up to two to each count below.
+    // Without the headroom iterations, which would add one to each count below.
     let settings = SolverSettings {
         headroom: 1.0,
         ..Default::default()
