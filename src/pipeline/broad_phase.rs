@@ -4,7 +4,7 @@
 //!
 //! Owns the tree and the leaf of each entity; knows nothing of contacts.
 
-use std::collections::HashMap;
+use bevy_platform::collections::HashMap;
 use std::time::Instant;
 
 use bevy_ecs::prelude::*;

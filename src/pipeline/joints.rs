@@ -7,7 +7,7 @@
 //! A velocity-level joint drifts by about `|ω|² r dt²` per step; the projection removes that
 //! drift with the same mass-weighted solver, so joints hold to round-off instead of millimetres.
 
-use std::collections::HashMap;
+use bevy_platform::collections::HashMap;
 
 use bevy_ecs::prelude::*;
 use bevy_math::{DQuat, DVec3};

@@ -5,7 +5,7 @@
 //! jittering subset), and the stable id of each point (pair + feature ids) that the solver warm
 //! starts by. Produces [`GeneratedContact`]s; knows nothing of islands or impulses.
 
-use std::collections::HashMap;
+use bevy_platform::collections::HashMap;
 use std::time::Instant;
 
 use bevy_ecs::prelude::*;

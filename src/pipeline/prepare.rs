@@ -13,7 +13,7 @@ use bevy_math::{DMat3, DQuat, DVec3};
 use bevy_time::{Fixed, Time};
 use bevy_transform::components::Transform;
 
-use std::collections::{HashMap, HashSet};
+use bevy_platform::collections::{HashMap, HashSet};
 
 use super::PhysicsWorld;
 use super::joints::admit_joint;

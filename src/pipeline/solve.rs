@@ -5,7 +5,7 @@
 //! Bevy's compute task pool, or in order: the results are identical, each island being solved
 //! by its own solver from its own data). Does not move bodies: integration reads the solutions.
 
-use std::collections::HashMap;
+use bevy_platform::collections::HashMap;
 use std::time::Instant;
 
 use bevy_ecs::prelude::*;

@@ -1,7 +1,7 @@
 //! The simulation's own state between and within steps: `f64` bodies, the broad- and
 //! narrow-phase caches, the contacts of this step and the island solvers.
 
-use std::collections::{HashMap, HashSet};
+use bevy_platform::collections::{HashMap, HashSet};
 
 use bevy_ecs::prelude::*;
 use bevy_math::{DMat3, DQuat, DVec3};
