@@ -3,10 +3,11 @@
 //! 100 separate three-box stacks and 125 spheres poured into a walled pen. 60 Hz throughout.
 //!
 //! `cargo bench --bench scenes` prints, before criterion's timings, one row per scene: bodies,
-//! median ms per step of both engines and their ratio, the largest penetration either engine's
-//! contacts report, how far the tracked top boxes sank and drifted sideways from their resting
-//! spawn pose, and both engines' worst residuals (design note §4; for Rapier only its normal part,
-//! see [`Rapier::signorini_residual`]). Rapier's
+//! median ms per step of both engines and their ratio, CANAL's mean, the largest penetration
+//! either engine's contacts report, how far the tracked top boxes sank and drifted sideways from
+//! their resting spawn pose, both engines' worst residuals (design note §4; for Rapier only its
+//! normal part, see [`Rapier::signorini_residual`]) and how many of CANAL's measured steps ended
+//! above its tolerance. Rapier's
 //! manifold `dist` goes stale under its default contact recycling, so its overlap is also recomputed
 //! from the current poses (`rap. geom`). Then a time-to-accuracy sweep on the ten-box
 //! stack and the pyramid: CANAL's tolerance from 1e-2 to 1e-10 m/s against Rapier's
@@ -39,6 +40,8 @@ trait Engine {
     fn tracked(&self) -> Vec<Vec3>;
     /// The step's NCP residual, m/s, where the engine reports one.
     fn ncp_residual(&self) -> Option<f64>;
+    /// Whether the step met the engine's own tolerance, where it has one.
+    fn converged(&self) -> Option<bool>;
 }
 
 struct Canal {
@@ -76,6 +79,9 @@ impl Engine for Canal {
     fn ncp_residual(&self) -> Option<f64> {
         let stats = self.app.world().resource::<SolverStats>();
         Some(stats.ncp_residual.max(stats.feasibility_residual))
+    }
+    fn converged(&self) -> Option<bool> {
+        Some(self.app.world().resource::<SolverStats>().converged)
     }
 }
 
@@ -224,6 +230,9 @@ impl Engine for Rapier {
     fn ncp_residual(&self) -> Option<f64> {
         Some(self.signorini_residual())
     }
+    fn converged(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// What a run of `settle + measure` steps measured.
@@ -240,6 +249,8 @@ struct Run {
     drift: f32,
     /// Worst residual over the measured steps, m/s.
     ncp: Option<f64>,
+    /// Measured steps that ended above the engine's tolerance.
+    unconverged: usize,
 }
 
 fn run(engine: &mut dyn Engine, settle: usize, measure: usize) -> Run {
@@ -247,8 +258,8 @@ fn run(engine: &mut dyn Engine, settle: usize, measure: usize) -> Run {
     for _ in 0..settle {
         engine.step();
     }
-    let (mut times, mut penetration, mut overlap, mut ncp) =
-        (Vec::with_capacity(measure), 0.0_f32, None::<f32>, None::<f64>);
+    let (mut times, mut penetration, mut overlap, mut ncp, mut unconverged) =
+        (Vec::with_capacity(measure), 0.0_f32, None::<f32>, None::<f64>, 0);
     for _ in 0..measure {
         let t = Instant::now();
         engine.step();
@@ -261,6 +272,7 @@ fn run(engine: &mut dyn Engine, settle: usize, measure: usize) -> Run {
         if let Some(r) = engine.ncp_residual() {
             ncp = Some(ncp.map_or(r, |n| n.max(r)));
         }
+        unconverged += usize::from(engine.converged() == Some(false));
     }
     times.sort();
     let end = engine.tracked();
@@ -277,6 +289,7 @@ fn run(engine: &mut dyn Engine, settle: usize, measure: usize) -> Run {
         sink,
         drift,
         ncp,
+        unconverged,
     }
 }
 
@@ -291,13 +304,14 @@ fn summary() {
          at the end against the resting spawn pose"
     );
     println!(
-        "{:<16} {:>6} {:>7} | {:>9} {:>9} {:>6} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9}",
+        "{:<16} {:>6} {:>7} | {:>9} {:>9} {:>6} {:>9} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} {:>9}",
         "scene",
         "bodies",
         "steps",
         "canal ms",
         "rapier ms",
         "ratio",
+        "can. mean",
         "pen canal",
         "pen rap.",
         "rap. geom",
@@ -306,7 +320,8 @@ fn summary() {
         "drift can",
         "drift rap",
         "canal ncp",
-        "rap. ncp"
+        "rap. ncp",
+        "can. fail"
     );
     for scene in scenes() {
         let bodies = scene.bodies.iter().filter(|b| b.dynamic).count();
@@ -315,13 +330,14 @@ fn summary() {
         let tracked = scene.bodies.iter().any(|b| b.tracked);
         let opt = |x: f32| if tracked { format!("{x:.1e}") } else { "—".to_string() };
         println!(
-            "{:<16} {:>6} {:>7} | {:>9.3} {:>9.3} {:>6.2} | {:>9.1e} {:>9.1e} {:>9.1e} | {:>9} {:>9} | {:>9} {:>9} | {:>9.1e} {:>9.1e}",
+            "{:<16} {:>6} {:>7} | {:>9.3} {:>9.3} {:>6.2} {:>9.3} | {:>9.1e} {:>9.1e} {:>9.1e} | {:>9} {:>9} | {:>9} {:>9} | {:>9.1e} {:>9.1e} {:>9}",
             scene.name,
             bodies,
             format!("{}+{}", scene.settle, scene.measure),
             ms(canal.median),
             ms(rapier.median),
             ms(canal.median) / ms(rapier.median),
+            ms(canal.mean),
             canal.penetration,
             rapier.penetration,
             rapier.overlap.unwrap_or(f32::NAN),
@@ -331,6 +347,7 @@ fn summary() {
             opt(rapier.drift),
             canal.ncp.unwrap_or(f64::NAN),
             rapier.ncp.unwrap_or(f64::NAN),
+            format!("{}/{}", canal.unconverged, scene.measure),
         );
     }
 }
