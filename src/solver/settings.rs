@@ -7,22 +7,20 @@ pub struct SolverSettings {
     pub tolerance: f64,
     /// Projected Gauss–Seidel sweeps given to a warm start that misses the tolerance by at most
     /// `smoothing_max_ratio` (see the `smoothing` stage); 0 disables them. Three sweeps on the
-    /// 210-box pyramid cost about 0.2 ms, a third of one Newton step. With the headroom below
-    /// (at two iterations then),
+    /// 210-box pyramid cost about 0.2 ms, a third of one Newton step. With the headroom below,
     /// over steps 150–600 of the pyramid at 1e-8 m/s (mean Newton iterations per step, ms per
-    /// step): no sweeps 1.48, 2.2 ms; one 1.17, 1.9 ms; two 1.26, 2.1 ms; three 0.08, 0.88 ms;
-    /// five 0.10, 1.0 ms.
+    /// step): no sweeps 1.03, 1.48 ms; one 0.93, 1.46 ms; two 0.30, 0.91 ms; three 0.01,
+    /// 0.66 ms; five 0.16, 0.90 ms.
     pub smoothing_sweeps: u32,
-    /// Largest ratio of a warm start's initial residual to `tolerance` at which it is smoothed
-    /// rather than handed straight to the outer loop.
+    /// Largest ratio of a warm start's initial residual to `tolerance` at which it is smoothed.
     pub smoothing_max_ratio: f64,
     /// Largest residual, m/s, at which a smoothed warm start is accepted (it must also be within
-    /// `tolerance`); otherwise the outer loop starts from it. An accepted warm start is not
-    /// driven further, so a resting scene accepted step after step at residual `r` creeps at
-    /// about `r`: at 1e-6 m/s that is a few µm in a few seconds, enough to cross `gap_slop` and
-    /// churn the contact biases. On the 210-box pyramid over steps 30–600 at a tolerance of
-    /// 1e-6 m/s, accepting smoothed warm starts up to the tolerance took 16.4 Newton iterations
-    /// per step (18.4 ms), up to 1e-8 m/s 1.0 (1.8 ms).
+    /// `tolerance`); otherwise it is dropped and the outer loop starts from the warm start as
+    /// given. An accepted warm start is not driven further, so a resting scene accepted step
+    /// after step at residual `r` creeps at about `r`: at 1e-6 m/s that is a few µm in a few
+    /// seconds, enough to cross `gap_slop` and churn the contact biases. On the 210-box pyramid
+    /// over steps 30–600 at a tolerance of 1e-6 m/s, accepting smoothed warm starts up to the
+    /// tolerance took 17.2 Newton iterations per step (17.7 ms), up to 1e-8 m/s 8.7 (8.6 ms).
     pub smoothing_accept: f64,
     /// Fraction of `tolerance` a solve that had to iterate aims for once it is within the
     /// tolerance, in (0, 1]; 1 turns the headroom off. It takes at most `headroom_iterations`
@@ -31,10 +29,11 @@ pub struct SolverSettings {
     ///
     /// Why: a resting scene solved just to the tolerance leaves the next step's warm start (the
     /// same impulses, re-applied to velocities they have already corrected) just outside it, so
-    /// every other step had to iterate. Over steps 30–600 (ms per step, without → with, no
-    /// smoothing sweeps): 100 three-box stacks 0.61 → 0.51, ten-box stack 0.030 → 0.018, the
-    /// 210-box pyramid at 1e-6 m/s 16.1 → 2.0 but at 1e-8 m/s 1.12 → 1.73, which the smoothing
-    /// sweeps bring to 0.85.
+    /// every other step had to iterate. Over steps 30–600 (ms per step, without → with, two
+    /// headroom iterations then, no smoothing sweeps): 100 three-box stacks 0.61 → 0.51, ten-box
+    /// stack 0.030 → 0.018, the 210-box pyramid at 1e-6 m/s 16.1 → 2.0 but at 1e-8 m/s 1.12 →
+    /// 1.73; with the smoothing sweeps (and one headroom iteration) the pyramid at 1e-8 m/s
+    /// takes 0.64 ms.
     pub headroom: f64,
     /// Most outer iterations spent on `headroom` after the tolerance is reached. Each costs a
     /// Newton step (about 1 ms on the 210-box pyramid) also in a solve whose next warm start is
