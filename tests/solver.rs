@@ -326,21 +326,27 @@ fn warm_start_from_the_solution_is_accepted_without_iterating() {
     assert_eq!(far_first.penalty, first.initial_penalty, "{far_first:?}");
 }
 
+/// A ten-row pyramid solved to 1e-10 m/s, and the problem warm-started from its impulses with
+/// uneven relative errors of `scale` × (2, −1, 0.5): what a step of drift leaves (a uniform
+/// scaling would be the slowest mode for Gauss–Seidel). Also returns the exact solution.
+fn pyramid_warm_started_off_by(scale: f64) -> (StepProblem, Solution) {
+    let problem = scenes::box_pyramid(10, 0.5, DT);
+    let (exact, solution, _) = solve(&problem, tight());
+    assert!(exact.converged, "{exact:?}");
+    let mut warm = warm_started(&problem, &solution);
+    for (c, contact) in warm.contacts.iter_mut().enumerate() {
+        let error = scale * [2.0, -1.0, 0.5][c % 3];
+        contact.warm_impulse = contact.warm_impulse.map(|w| w * (1.0 + error));
+    }
+    (warm, solution)
+}
+
 /// A warm start a few times the tolerance off (last step's impulses, the bodies having moved a
 /// hair) is brought within it by the smoothing sweeps, without a Newton step; unsmoothed, the
 /// same warm start goes to Newton.
 #[test]
 fn a_near_miss_warm_start_is_smoothed_without_newton() {
-    let problem = scenes::box_pyramid(10, 0.5, DT);
-    let (exact, solution, _) = solve(&problem, tight());
-    assert!(exact.converged, "{exact:?}");
-    let mut warm = warm_started(&problem, &solution);
-    // Uneven errors of a few parts in 1e8: a uniform scaling would be the slowest mode for
-    // Gauss–Seidel, not what a step of drift leaves.
-    for (c, contact) in warm.contacts.iter_mut().enumerate() {
-        let error = [2e-8, -1e-8, 0.5e-8][c % 3];
-        contact.warm_impulse = contact.warm_impulse.map(|w| w * (1.0 + error));
-    }
+    let (warm, solution) = pyramid_warm_started_off_by(1e-8);
     let as_given = SolverSettings {
         smoothing_sweeps: 0,
         max_outer_iterations: 0,
@@ -376,6 +382,33 @@ fn a_near_miss_warm_start_is_smoothed_without_newton() {
     };
     let report = Solver::new(unsmoothed).solve(&warm, &mut Solution::default());
     assert!(report.converged && report.newton_iterations >= 1, "{report:?}");
+}
+
+/// At a loose tolerance a warm start inside it but above `warm_start_accept` is not taken as it
+/// is: the step is solved on (here to 1e-8 m/s by the headroom), so a resting scene does not
+/// creep at the tolerance step after step. With the limit lifted the same warm start is accepted.
+#[test]
+fn a_loose_tolerance_does_not_accept_a_creeping_warm_start() {
+    let (warm, _) = pyramid_warm_started_off_by(1e-7);
+    let loose = SolverSettings {
+        tolerance: 1e-6,
+        ..Default::default()
+    };
+    let report = Solver::new(loose).solve(&warm, &mut Solution::default());
+    println!("warm start 2e-7 off at 1e-6 m/s: {report:?}");
+    assert!(report.converged && !report.warm_start_accepted, "{report:?}");
+    assert!(report.outer_iterations >= 1, "{report:?}");
+    let residual = report.ncp_residual.max(report.feasibility_residual);
+    assert!(residual <= 1e-8, "solved only to {residual:e} m/s");
+
+    let lifted = SolverSettings {
+        warm_start_accept: f64::INFINITY,
+        ..loose
+    };
+    let report = Solver::new(lifted).solve(&warm, &mut Solution::default());
+    assert!(report.warm_start_accepted && report.outer_iterations == 0, "{report:?}");
+    let residual = report.ncp_residual.max(report.feasibility_residual);
+    assert!(residual > 1e-8 && residual <= 1e-6, "{residual:e} m/s");
 }
 
 /// A resting box whose corner contact `c` belongs to manifold `manifold(c)`, solved; the cache

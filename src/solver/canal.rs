@@ -220,14 +220,18 @@ impl Solver {
         let initial = contact_residuals(&self.asm, &self.v, &self.lambda);
         self.keep_best();
         let mut best = initial;
-        if initial.within(settings.tolerance) {
+        // A warm start is accepted as it is only within `warm_start_accept` too: see there why a
+        // loose tolerance must not let a resting scene creep.
+        let accept = if warm_started {
+            settings.tolerance.min(settings.warm_start_accept)
+        } else {
+            settings.tolerance
+        };
+        if initial.within(accept) {
             report.warm_start_accepted = nc > 0;
             return self.finish(report, best, None);
         }
-        if warm_started
-            && settings.smoothing_sweeps > 0
-            && initial.worst() <= settings.smoothing_max_ratio * settings.tolerance
-        {
+        if warm_started && settings.smoothing_sweeps > 0 && initial.worst() <= settings.smoothing_max_ratio * accept {
             report.smoothing_sweeps = settings.smoothing_sweeps;
             if let Some(smoothed) = self.smooth_warm_start(settings) {
                 report.warm_start_accepted = true;
@@ -410,7 +414,7 @@ impl Solver {
 
     /// Smooths the warm start `(λ, v)` in scratch buffers and, if the smoothed pair (with `v`
     /// recomputed from the impulses, so it satisfies the dynamics exactly) is within the
-    /// tolerance and `smoothing_accept`, keeps it as the answer and returns its residuals.
+    /// tolerance and `warm_start_accept`, keeps it as the answer and returns its residuals.
     /// Otherwise the outer loop starts from the warm start as given: a smoothed iterate moves
     /// load between a body's redundant contacts, and a loose solve continued from there let a
     /// ten-box stack at 1e-4 m/s tilt until corners dug in 6 mm.
@@ -426,7 +430,7 @@ impl Solver {
         self.asm
             .velocities_for(&self.lambda_next, &mut self.scratch, &mut self.scratch2);
         let smoothed = contact_residuals(&self.asm, &self.scratch2, &self.lambda_next);
-        if !smoothed.within(settings.tolerance.min(settings.smoothing_accept)) {
+        if !smoothed.within(settings.tolerance.min(settings.warm_start_accept)) {
             return None;
         }
         std::mem::swap(&mut self.lambda, &mut self.lambda_next);
