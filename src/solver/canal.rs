@@ -233,7 +233,7 @@ impl Solver {
         }
         if warm_started && settings.smoothing_sweeps > 0 && initial.worst() <= settings.smoothing_max_ratio * accept {
             report.smoothing_sweeps = settings.smoothing_sweeps;
-            if let Some(smoothed) = self.smooth_warm_start(settings) {
+            if let Some(smoothed) = self.smooth_warm_start(settings.smoothing_sweeps, accept) {
                 report.warm_start_accepted = true;
                 return self.finish(report, smoothed, None);
             }
@@ -413,24 +413,20 @@ impl Solver {
     }
 
     /// Smooths the warm start `(λ, v)` in scratch buffers and, if the smoothed pair (with `v`
-    /// recomputed from the impulses, so it satisfies the dynamics exactly) is within the
-    /// tolerance and `warm_start_accept`, keeps it as the answer and returns its residuals.
+    /// recomputed from the impulses, so it satisfies the dynamics exactly) is within `accept`,
+    /// keeps it as the answer and returns its residuals.
     /// Otherwise the outer loop starts from the warm start as given: a smoothed iterate moves
     /// load between a body's redundant contacts, and a loose solve continued from there let a
     /// ten-box stack at 1e-4 m/s tilt until corners dug in 6 mm.
-    fn smooth_warm_start(&mut self, settings: &SolverSettings) -> Option<ContactResiduals> {
+    fn smooth_warm_start(&mut self, sweeps: u32, accept: f64) -> Option<ContactResiduals> {
         self.lambda_next.copy_from_slice(&self.lambda);
         self.scratch2.copy_from(&self.v);
-        self.smoother.run(
-            &self.asm,
-            &mut self.lambda_next,
-            &mut self.scratch2,
-            settings.smoothing_sweeps,
-        );
+        self.smoother
+            .run(&self.asm, &mut self.lambda_next, &mut self.scratch2, sweeps);
         self.asm
             .velocities_for(&self.lambda_next, &mut self.scratch, &mut self.scratch2);
         let smoothed = contact_residuals(&self.asm, &self.scratch2, &self.lambda_next);
-        if !smoothed.within(settings.tolerance.min(settings.warm_start_accept)) {
+        if !smoothed.within(accept) {
             return None;
         }
         std::mem::swap(&mut self.lambda, &mut self.lambda_next);

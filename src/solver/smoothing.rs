@@ -8,7 +8,8 @@
 //! bodies' velocities, is a few vector operations per contact.
 //!
 //! Owns the per-block step sizes and the sweeps. It must not decide whether the result is kept:
-//! the caller recomputes the velocities from the impulses and compares residuals.
+//! the caller recomputes the velocities from the impulses and accepts the pair only if its
+//! residuals are within the acceptance level, dropping it otherwise.
 
 use nalgebra::{DVector, Vector3, Vector6};
 

@@ -11,10 +11,9 @@
 //! changed manifolds really redistribute.
 
 use std::collections::HashMap;
-
-use foldhash::fast::FixedState;
 use std::ops::Range;
 
+use foldhash::fast::FixedState;
 use glam::DVec3;
 
 use super::problem::SolverContact;

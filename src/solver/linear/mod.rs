@@ -64,16 +64,15 @@ pub(crate) struct NewtonSystem {
     kind: LinearSolverKind,
     dense: DenseCholesky,
     sparse: SparseCholesky,
-    /// The weights of the factorization held, while it is valid for the assembled problem.
-    factored: Option<Vec<Matrix3<f64>>>,
+    /// The weights of the factorization held; empty when it is not valid for the problem last
+    /// prepared.
+    factored: Vec<Matrix3<f64>>,
 }
 
 impl NewtonSystem {
     /// Chooses the factorization for this island and analyses its sparsity pattern.
     pub fn prepare(&mut self, asm: &Assembled, dense_max_bodies: usize) {
-        if let Some(weights) = &mut self.factored {
-            weights.clear();
-        }
+        self.factored.clear();
         if asm.bodies.len() <= dense_max_bodies {
             self.kind = LinearSolverKind::Dense;
             self.dense.prepare(asm.dofs());
@@ -93,11 +92,10 @@ impl NewtonSystem {
     /// step (at the same penalty) meets the same `H`. Assembling and factoring it is about 40%
     /// of a Newton step on the 210-box pyramid.
     pub fn factor(&mut self, asm: &Assembled, weights: &[Matrix3<f64>]) -> Result<(), NotPositiveDefinite> {
-        let mut cached = self.factored.take().unwrap_or_default();
-        if !cached.is_empty() && cached.as_slice() == weights {
-            self.factored = Some(cached);
+        if !self.factored.is_empty() && self.factored == weights {
             return Ok(());
         }
+        self.factored.clear();
         let result = match self.kind {
             LinearSolverKind::Sparse => {
                 self.sparse.clear();
@@ -110,11 +108,9 @@ impl NewtonSystem {
                 self.dense.factor()
             }
         };
-        cached.clear();
         if result.is_ok() {
-            cached.extend_from_slice(weights);
+            self.factored.extend_from_slice(weights);
         }
-        self.factored = Some(cached);
         result
     }
 
