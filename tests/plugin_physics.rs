@@ -153,17 +153,7 @@ fn a_sliding_box_stops_after_the_coulomb_distance() {
 fn a_ten_box_stack_keeps_its_height() {
     let mut app = app(60.0);
     ground(&mut app, 10.0, 0.5);
-    let boxes: Vec<_> = (0..10)
-        .map(|i| {
-            app.world_mut()
-                .spawn((
-                    RigidBody::Dynamic,
-                    Collider::cuboid(1.0, 1.0, 1.0),
-                    Transform::from_xyz(0.0, 0.5 + i as f32, 0.0),
-                ))
-                .id()
-        })
-        .collect();
+    let boxes = box_stack(&mut app, 10);
     let mut worst = 0.0_f64;
     for _ in 0..60 {
         step(&mut app, 10);
@@ -183,13 +173,7 @@ fn a_ten_box_stack_keeps_its_height() {
 fn a_resting_stack_is_held_by_its_warm_start() {
     let mut app = app(60.0);
     ground(&mut app, 10.0, 0.5);
-    for i in 0..10 {
-        app.world_mut().spawn((
-            RigidBody::Dynamic,
-            Collider::cuboid(1.0, 1.0, 1.0),
-            Transform::from_xyz(0.0, 0.5 + i as f32, 0.0),
-        ));
-    }
+    box_stack(&mut app, 10);
     step(&mut app, 60);
     let (mut newton, mut accepted) = (0, 0);
     for _ in 0..120 {
@@ -206,9 +190,11 @@ fn a_resting_stack_is_held_by_its_warm_start() {
 
 /// A loose tolerance lets velocities err by up to it, not bodies sink: over 2.5 s of a ten-box
 /// stack at 1e-4 m/s the deepest contact stays within a few µm (the push-out corrects an error
-/// of 1e-4 m/s × h per step). When the smoothing sweeps' rejected iterates were handed to the
-/// outer loop, they moved load between each box's corners; stopped early, the stack tilted and
-/// corners dug in 6 mm by step 48.
+/// of 1e-4 m/s × h per step). It was written when the smoothing sweeps' rejected iterates were
+/// handed to the outer loop: they moved load between each box's corners, and stopped early the
+/// stack tilted until corners dug in 6 mm by step 48. Since warm starts are accepted only within
+/// `warm_start_accept`, that hand-over no longer reproduces the dig-in here, so this checks the
+/// outcome, not the mechanism.
 #[test]
 fn a_loosely_solved_stack_does_not_dig_in() {
     let mut app = app(60.0);
@@ -216,14 +202,7 @@ fn a_loosely_solved_stack_does_not_dig_in() {
     settings.solver.tolerance = 1e-4;
     app.insert_resource(settings);
     ground(&mut app, 60.0, 0.5);
-    for i in 0..10 {
-        app.world_mut().spawn((
-            RigidBody::Dynamic,
-            Collider::cuboid(1.0, 1.0, 1.0),
-            Friction::new(0.5),
-            Transform::from_xyz(0.0, 0.5 + i as f32, 0.0),
-        ));
-    }
+    box_stack(&mut app, 10);
     let mut deepest = 0.0_f32;
     for _ in 0..150 {
         step(&mut app, 1);

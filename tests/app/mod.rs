@@ -50,6 +50,21 @@ pub fn ground(app: &mut App, size: f32, friction: f32) -> Entity {
         .id()
 }
 
+/// `n` unit boxes (default friction) stacked on the ground, resting face on face; bottom first.
+pub fn box_stack(app: &mut App, n: usize) -> Vec<Entity> {
+    (0..n)
+        .map(|i| {
+            app.world_mut()
+                .spawn((
+                    RigidBody::Dynamic,
+                    Collider::cuboid(1.0, 1.0, 1.0),
+                    Transform::from_xyz(0.0, 0.5 + i as f32, 0.0),
+                ))
+                .id()
+        })
+        .collect()
+}
+
 pub fn precise(app: &App, entity: Entity) -> PreciseState {
     *app.world().get::<PreciseState>(entity).expect("a rigid body")
 }
