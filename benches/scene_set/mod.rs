@@ -111,9 +111,9 @@ pub fn many_stacks() -> Scene {
 
 /// `side`² · `layers` spheres of radius 0.2 m in a grid 0.5 m apart, slightly jittered, dropped
 /// from 0.5 m into a pen 0.6 m wider than the grid with 3 m walls. The issue asks for 1000
-/// (`sphere_pen(10, 10)`): once that heap lands CANAL took a median 26 s a step over steps 90–100
-/// on this 2-core machine (Rapier 1.6–2.4 ms), so it runs only when `SCENES` names it, and the
-/// default summary pours 125.
+/// (`sphere_pen(10, 10)`): once that heap lands CANAL took a median 23–26 s a step over steps
+/// 90–100 on this 2-core machine (Rapier 1.6–2.4 ms), so it runs only when `SCENES` names it,
+/// and the default summary pours 125. `docs/sphere-pen.md` says why.
 pub fn sphere_pen(side: usize, layers: usize) -> Scene {
     let mut bodies = vec![ground()];
     let spacing = 0.5;
