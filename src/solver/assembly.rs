@@ -257,7 +257,12 @@ impl Assembled {
 
     fn push_block(&mut self, block: AssembledContact) {
         if let [Some(a), Some(b)] = &block.sides {
-            self.pairs.push((a.body.min(b.body), a.body.max(b.body)));
+            let pair = (a.body.min(b.body), a.body.max(b.body));
+            // A manifold's points arrive together: skipping the repeats here keeps the sort
+            // below to about one entry per manifold.
+            if self.pairs.last() != Some(&pair) {
+                self.pairs.push(pair);
+            }
         }
         self.contacts.push(block);
     }
@@ -333,10 +338,16 @@ impl Assembled {
     fn index_pairs(&mut self) {
         self.pairs.sort_unstable();
         self.pairs.dedup();
+        let mut last: Option<((usize, usize), Option<usize>)> = None;
         for contact in &mut self.contacts {
             if let [Some(a), Some(b)] = &contact.sides {
                 let key = (a.body.min(b.body), a.body.max(b.body));
-                contact.pair = self.pairs.binary_search(&key).ok();
+                let pair = match last {
+                    Some((previous, pair)) if previous == key => pair,
+                    _ => self.pairs.binary_search(&key).ok(),
+                };
+                last = Some((key, pair));
+                contact.pair = pair;
             }
         }
     }
