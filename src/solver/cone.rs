@@ -47,6 +47,10 @@ pub enum Cone {
 
 impl Cone {
     /// `Π_K(x)`: the nearest admissible impulse (for a drive, the bound).
+    // Inline, as are `update`, `shift` and `violation`: the residuals and the smoothing sweeps
+    // call them per contact, and as calls the 3-vector went through memory and stalled on store
+    // forwarding. Inlining took a resting pyramid's step from 0.60 to 0.50 ms.
+    #[inline]
     pub fn project(&self, x: &Vector3<f64>) -> Vector3<f64> {
         match *self {
             Cone::Coulomb { mu } => project(mu, x).0,
@@ -58,6 +62,7 @@ impl Cone {
 
     /// The multiplier update `λ⁺ = P(x)`, `x = λ − β y`: `Π_K(x)` for a set; for a drive,
     /// `clamp(s x, ±max)` with `s = gain / (gain + β)`, whose fixed point is `λ = clamp(−gain·y)`.
+    #[inline]
     pub fn update(&self, x: &Vector3<f64>, beta: f64) -> Vector3<f64> {
         // Not `update_with_jacobian(..).0`: the residuals and the smoothing sweeps call this for
         // every contact of every step, and the Jacobian they dropped was 8% of a resting
@@ -109,6 +114,7 @@ impl Cone {
     }
 
     /// The de Saxcé shift of the block's velocity: `μ ‖w_t‖` for contacts, 0 for joint rows.
+    #[inline]
     pub fn shift(&self, w: &Vector3<f64>) -> f64 {
         match *self {
             Cone::Coulomb { mu } => shift(mu, w),
@@ -119,6 +125,7 @@ impl Cone {
     /// The feasibility violation `‖Π_K(−y)‖` of a (shifted) velocity `y`: 0 iff `y ∈ K*`. A bounded
     /// row has no velocity condition of its own (at its bound it may move), so it reports 0 and is
     /// judged by the NCP residual alone.
+    #[inline]
     pub fn violation(&self, y: &Vector3<f64>) -> f64 {
         match self {
             Cone::Bounded { .. } | Cone::Drive { .. } => 0.0,
