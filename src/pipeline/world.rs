@@ -130,4 +130,6 @@ pub(crate) struct PhysicsWorld {
     /// Row impulses of last step's joint blocks, by block id, for warm starting.
     pub joint_warm: HashMap<u64, DVec3>,
     pub projection: super::joints::JointProjection,
+    /// Write-back's impulse per contact of this step, a buffer kept across steps.
+    pub contact_impulses: Vec<crate::solver::ContactImpulse>,
 }

@@ -67,36 +67,48 @@ pub(crate) fn write_back(
         };
     }
 
-    contacts.pairs.clear();
-    let mut impulses = vec![None; world.contacts.len()];
+    // The pairs and their point lists are reused from the last step: a resting pyramid has
+    // hundreds of pairs, and dropping and reallocating each one's list every step is avoidable.
+    let mut impulses = std::mem::take(&mut world.contact_impulses);
+    impulses.clear();
+    impulses.resize(world.contacts.len(), Default::default());
     for island in &world.islands[..world.island_count] {
         for (k, &c) in island.contacts.iter().enumerate() {
-            impulses[c] = Some(island.solution.impulses[k]);
+            impulses[c] = island.solution.impulses[k];
         }
     }
+    let mut used = 0;
     for (c, contact) in world.contacts.iter().enumerate() {
         let (e1, e2) = (world.bodies[contact.body1].entity, world.bodies[contact.body2].entity);
-        if contacts.pairs.last().is_none_or(|p| (p.entity1, p.entity2) != (e1, e2)) {
-            contacts.pairs.push(ContactPair {
-                entity1: e1,
-                entity2: e2,
-                points: Vec::new(),
-            });
+        let same_pair = used > 0 && {
+            let last = &contacts.pairs[used - 1];
+            (last.entity1, last.entity2) == (e1, e2)
+        };
+        if !same_pair {
+            if used == contacts.pairs.len() {
+                contacts.pairs.push(ContactPair {
+                    entity1: e1,
+                    entity2: e2,
+                    points: Vec::new(),
+                });
+            }
+            let pair = &mut contacts.pairs[used];
+            pair.entity1 = e1;
+            pair.entity2 = e2;
+            pair.points.clear();
+            used += 1;
         }
-        let impulse = impulses[c].unwrap_or_default();
-        contacts
-            .pairs
-            .last_mut()
-            .expect("pushed above")
-            .points
-            .push(ContactPoint {
-                point: contact.point.as_vec3(),
-                normal: contact.normal.as_vec3(),
-                penetration: -contact.gap as f32,
-                normal_impulse: impulse.normal as f32,
-                impulse: impulse.world.as_vec3(),
-            });
+        let impulse = impulses[c];
+        contacts.pairs[used - 1].points.push(ContactPoint {
+            point: contact.point.as_vec3(),
+            normal: contact.normal.as_vec3(),
+            penetration: -contact.gap as f32,
+            normal_impulse: impulse.normal as f32,
+            impulse: impulse.world.as_vec3(),
+        });
     }
+    contacts.pairs.truncate(used);
+    world.contact_impulses = impulses;
 
     let reports = world.islands[..world.island_count].iter().map(|i| &i.report);
     let mut summary = SolverStats {
