@@ -424,3 +424,48 @@ fn the_plugin_steps_once_per_fixed_tick_from_the_main_loop() {
         .unwrap();
     assert_eq!(global.translation(), transform(&app, ball).translation);
 }
+
+/// Mass properties and collider checks are cached between steps: a shape or mass component
+/// that changes, appears or goes away must still take effect on the next step. Measured through
+/// the speed a constant 6 N force adds in one step, h F / m.
+#[test]
+fn changed_shape_and_mass_components_take_effect_the_next_step() {
+    let mut app = app(60.0);
+    app.insert_resource(Gravity(bevy_math::Vec3::ZERO));
+    let h = dt(&app);
+    let body = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.0, 1.0, 1.0),
+            ExternalForce {
+                force: bevy_math::Vec3::X * 6.0,
+                torque: bevy_math::Vec3::ZERO,
+            },
+            Transform::default(),
+        ))
+        .id();
+    let mass_seen = |app: &mut bevy_app::App| {
+        let before = precise(app, body).linear_velocity.x;
+        step(app, 1);
+        6.0 * h / (precise(app, body).linear_velocity.x - before)
+    };
+    let near = |m: f64, expected: f64, what: &str| {
+        assert!(
+            (m - expected).abs() < 1e-4 * expected,
+            "{what}: mass {m} kg, expected {expected}"
+        )
+    };
+    near(mass_seen(&mut app), 1.0, "unit cube");
+    near(mass_seen(&mut app), 1.0, "unit cube, cached");
+    app.world_mut().entity_mut(body).insert(Collider::cuboid(2.0, 1.0, 1.0));
+    near(mass_seen(&mut app), 2.0, "collider replaced");
+    app.world_mut().entity_mut(body).insert(Mass(4.0));
+    near(mass_seen(&mut app), 4.0, "Mass added");
+    app.world_mut().entity_mut(body).remove::<Mass>();
+    near(mass_seen(&mut app), 2.0, "Mass removed");
+    app.world_mut().entity_mut(body).insert(ColliderDensity(0.5));
+    near(mass_seen(&mut app), 1.0, "density added");
+    app.world_mut().get_mut::<ColliderDensity>(body).unwrap().0 = 3.0;
+    near(mass_seen(&mut app), 6.0, "density changed in place");
+}

@@ -1,9 +1,9 @@
 //! Stage 1: read bodies and colliders from the ECS into [`PhysicsWorld::bodies`], validating them.
 //!
 //! Owns the rules for what enters a step: mass properties from shape and density (or the
-//! overrides), teleports (a user write to `Transform` or a velocity wins over the `f64` copy),
-//! external loads over the step, and leaving out — with one warning naming the entity — anything
-//! non-finite or non-physical. Writes nothing back to the ECS but zeroed one-shot impulses.
+//! overrides; kept in `shape_cache` until those components change), teleports (a user write to
+//! `Transform` or a velocity wins over the `f64` copy), external loads over the step, and leaving
+//! out — with one warning naming the entity — anything non-finite or non-physical. Writes nothing back to the ECS but zeroed one-shot impulses.
 
 use std::time::Instant;
 
@@ -17,6 +17,7 @@ use bevy_platform::collections::{HashMap, HashSet};
 
 use super::PhysicsWorld;
 use super::joints::admit_joint;
+use super::shape_cache::{ShapeStamp, changed};
 use super::world::SimBody;
 use crate::components::*;
 use crate::resources::Gravity;
@@ -30,15 +31,14 @@ pub(crate) struct BodyData {
     linear: &'static LinearVelocity,
     angular: &'static AngularVelocity,
     state: &'static mut PreciseState,
-    collider: Option<&'static Collider>,
-    density: Option<&'static ColliderDensity>,
+    // `Ref`s: their change ticks decide when `ShapeCache` recomputes.
+    collider: Option<Ref<'static, Collider>>,
+    density: Option<Ref<'static, ColliderDensity>>,
     friction: Option<&'static Friction>,
     restitution: Option<&'static Restitution>,
-    overrides: (
-        Option<&'static Mass>,
-        Option<&'static PrincipalInertia>,
-        Option<&'static CenterOfMass>,
-    ),
+    mass: Option<Ref<'static, Mass>>,
+    inertia: Option<Ref<'static, PrincipalInertia>>,
+    center_of_mass: Option<Ref<'static, CenterOfMass>>,
     force: Option<&'static ExternalForce>,
     impulse: Option<&'static mut ExternalImpulse>,
 }
@@ -46,7 +46,7 @@ pub(crate) struct BodyData {
 /// A collider without a rigid body: static geometry.
 type StaticColliderData = (
     Entity,
-    &'static Collider,
+    Ref<'static, Collider>,
     &'static Transform,
     Option<&'static Friction>,
     Option<&'static Restitution>,
@@ -191,6 +191,7 @@ pub(crate) fn prepare(
     world.dt = dt;
     world.bodies.clear();
     world.reported.begin_step();
+    world.shape_cache.begin_step();
     let g = gravity.0.as_dvec3();
     for mut body in bodies.iter_mut() {
         let entity = body.entity;
@@ -208,7 +209,18 @@ pub(crate) fn prepare(
             );
             continue;
         }
-        if let Some(reason) = body.collider.and_then(Collider::invalid_reason) {
+        let stamp = ShapeStamp::of([
+            changed(&body.collider),
+            changed(&body.density),
+            changed(&body.mass),
+            changed(&body.inertia),
+            changed(&body.center_of_mass),
+        ]);
+        let collider = body.collider.as_deref();
+        let invalid = world
+            .shape_cache
+            .invalid_reason(entity, stamp, || collider.and_then(Collider::invalid_reason));
+        if let Some(reason) = invalid {
             world
                 .reported
                 .error(entity, format!("has an invalid collider: {reason}"));
@@ -216,8 +228,16 @@ pub(crate) fn prepare(
         }
         let kind = *body.kind;
         let (mass, local_center_of_mass, local_inertia) = if kind.is_dynamic() {
-            let density = body.density.map_or(1.0, |d| d.0);
-            match mass_properties(body.collider, density, body.overrides) {
+            let density = body.density.as_deref().map_or(1.0, |d| d.0);
+            let overrides = (
+                body.mass.as_deref(),
+                body.inertia.as_deref(),
+                body.center_of_mass.as_deref(),
+            );
+            let props = world
+                .shape_cache
+                .mass_properties(entity, stamp, || mass_properties(collider, density, overrides));
+            match props {
                 Ok(props) => props,
                 Err(reason) => {
                     world.reported.error(entity, reason);
@@ -266,13 +286,17 @@ pub(crate) fn prepare(
             local_inertia,
             linear_impulse,
             angular_impulse,
-            collider: body.collider.cloned(),
+            collider: collider.cloned(),
             friction: body.friction.copied().unwrap_or_default(),
             restitution: body.restitution.copied().unwrap_or_default(),
         });
     }
     for (entity, collider, transform, friction, restitution) in &statics {
-        if let Some(reason) = collider.invalid_reason() {
+        let stamp = ShapeStamp::of([Some(collider.is_changed())]);
+        let invalid = world
+            .shape_cache
+            .invalid_reason(entity, stamp, || collider.invalid_reason());
+        if let Some(reason) = invalid {
             world
                 .reported
                 .error(entity, format!("has an invalid collider: {reason}"));
@@ -296,7 +320,7 @@ pub(crate) fn prepare(
             local_inertia: DMat3::ZERO,
             linear_impulse: DVec3::ZERO,
             angular_impulse: DVec3::ZERO,
-            collider: Some(collider.clone()),
+            collider: Some(Collider::clone(&collider)),
             friction: friction.copied().unwrap_or_default(),
             restitution: restitution.copied().unwrap_or_default(),
         });
@@ -305,5 +329,6 @@ pub(crate) fn prepare(
     world.bodies.sort_by_key(|b| b.entity);
     admit_joints(world, &joints);
     world.reported.end_step();
+    world.shape_cache.end_step();
     world.times.prepare = start.elapsed();
 }

@@ -130,6 +130,8 @@ pub(crate) struct PhysicsWorld {
     /// Row impulses of last step's joint blocks, by block id, for warm starting.
     pub joint_warm: HashMap<u64, DVec3>,
     pub projection: super::joints::JointProjection,
+    /// Collider checks and mass properties, kept until the components they come from change.
+    pub shape_cache: super::shape_cache::ShapeCache,
     /// Write-back's impulse per contact of this step, a buffer kept across steps.
     pub contact_impulses: Vec<crate::solver::ContactImpulse>,
 }
