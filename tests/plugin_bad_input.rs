@@ -127,17 +127,7 @@ fn invalid_sizes_and_densities_are_ignored() {
 fn despawning_bodies_and_removing_colliders_mid_run_is_fine() {
     let mut app = app(60.0);
     ground(&mut app, 10.0, 0.5);
-    let stack: Vec<_> = (0..5)
-        .map(|i| {
-            app.world_mut()
-                .spawn((
-                    RigidBody::Dynamic,
-                    Collider::cuboid(1.0, 1.0, 1.0),
-                    Transform::from_xyz(0.0, 0.5 + i as f32, 0.0),
-                ))
-                .id()
-        })
-        .collect();
+    let stack = box_stack(&mut app, 5);
     step(&mut app, 30);
     assert_eq!(stats(&app).contacts, 20);
     app.world_mut().despawn(stack[2]);
@@ -211,17 +201,7 @@ fn deep_initial_overlap_separates_without_launching() {
 /// A six-box stack spawned in `app`, bottom first.
 fn spawn_stack(app: &mut App) -> Vec<Entity> {
     ground(app, 10.0, 0.5);
-    (0..6)
-        .map(|i| {
-            app.world_mut()
-                .spawn((
-                    RigidBody::Dynamic,
-                    Collider::cuboid(1.0, 1.0, 1.0),
-                    Transform::from_xyz(0.0, 0.5 + i as f32, 0.0),
-                ))
-                .id()
-        })
-        .collect()
+    box_stack(app, 6)
 }
 
 #[test]
