@@ -3,7 +3,8 @@
 //! Owns the rules for what enters a step: mass properties from shape and density (or the
 //! overrides; kept in `shape_cache` until those components change), teleports (a user write to
 //! `Transform` or a velocity wins over the `f64` copy), external loads over the step, and leaving
-//! out — with one warning naming the entity — anything non-finite or non-physical. Writes nothing back to the ECS but zeroed one-shot impulses.
+//! out — with one warning naming the entity — anything non-finite or non-physical. Writes nothing
+//! back to the ECS but zeroed one-shot impulses.
 
 use std::time::Instant;
 
