@@ -61,6 +61,13 @@ fn variants() -> Vec<(&'static str, SolverSettings)> {
                 ..default
             },
         ),
+        (
+            "no retry",
+            SolverSettings {
+                retry_above: f64::INFINITY,
+                ..default
+            },
+        ),
     ]
 }
 

@@ -312,9 +312,11 @@ fn warm_start_from_the_solution_is_accepted_without_iterating() {
 
     // Impulses three times too large leave a residual of about 2 g h, far above
     // `warm_penalty_max_residual`: that solve starts at the cold penalty, the near one at the warm.
+    // No retry: it would report its own penalty.
     let first = SolverSettings {
         max_outer_iterations: 1,
         polish_iterations: 0,
+        retry_above: f64::INFINITY,
         ..Default::default()
     };
     let near_first = Solver::new(first).solve(&warm, &mut again);
@@ -618,6 +620,55 @@ fn a_spinning_box_landing_on_four_sliding_contacts_converges() {
     };
     let (report, _, _) = solve(&problem, SolverSettings::default());
     assert!(report.converged, "{report:?}");
+}
+
+/// A solve that ends far above the tolerance is run again at the retry penalty, and keeps the
+/// better of the two runs: here, one outer iteration each on a cold pyramid.
+#[test]
+fn a_far_unconverged_solve_is_retried_and_keeps_the_better_run() {
+    let problem = scenes::box_pyramid(6, 0.5, DT);
+    let once = |initial_penalty: f64| {
+        let settings = SolverSettings {
+            max_outer_iterations: 1,
+            polish_iterations: 0,
+            retry_above: f64::INFINITY,
+            initial_penalty,
+            ..Default::default()
+        };
+        let (report, solution, _) = solve(&problem, settings);
+        assert!(!report.converged && !report.retried, "{report:?}");
+        (report, solution)
+    };
+    let defaults = SolverSettings::default();
+    let (first, _) = once(defaults.initial_penalty);
+    let (second, second_solution) = once(defaults.retry_penalty);
+    let worst = |r: &SolveReport| r.ncp_residual.max(r.feasibility_residual);
+    // The stiffer start is the better one here, so the retried solve must return its answer.
+    assert!(worst(&second) < worst(&first), "{first:?} {second:?}");
+
+    let settings = SolverSettings {
+        max_outer_iterations: 1,
+        polish_iterations: 0,
+        ..Default::default()
+    };
+    let (retried, solution, _) = solve(&problem, settings);
+    assert!(retried.retried, "{retried:?}");
+    assert_eq!(retried.outer_iterations, 2);
+    assert_eq!(
+        retried.newton_iterations,
+        first.newton_iterations + second.newton_iterations
+    );
+    assert_eq!(worst(&retried), worst(&second));
+    assert_eq!(retried.penalty, second.penalty);
+    assert_eq!(solution, second_solution);
+
+    // Within `retry_above` × the tolerance there is no retry.
+    let near = SolverSettings {
+        retry_above: 2.0 * worst(&first) / settings.tolerance,
+        ..settings
+    };
+    let (kept, _, _) = solve(&problem, near);
+    assert!(!kept.retried && kept.outer_iterations == 1, "{kept:?}");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The outer cascade (design note §3): the augmented-Lagrangian multiplier loop with the de Saxcé
 //! shift, the penalty rule, Anderson acceleration with a damped fallback, warm start, best-iterate
-//! bookkeeping and the final report.
+//! bookkeeping, the retry of a solve that ends far from the tolerance, and the final report.
 //!
 //! [`Solver`] owns every buffer a solve needs, so stepping the same island again allocates nothing.
 
@@ -98,6 +98,9 @@ pub struct Solver {
     polish: Polish,
     polish_lambda: Vec<Vector3<f64>>,
     polish_v: DVector<f64>,
+    /// The first run's best pair while a retry runs.
+    retry_v: DVector<f64>,
+    retry_lambda: Vec<Vector3<f64>>,
     smoother: Smoother,
 }
 
@@ -198,12 +201,10 @@ impl Solver {
         self.newton.resize(self.asm.dofs(), nc);
     }
 
-    /// The outer loop. Leaves the answer in `best_v`, `best_lambda`.
-    fn iterate(&mut self, problem: &StepProblem, settings: &SolverSettings) -> SolveReport {
-        self.resize();
-        let nc = self.asm.contacts.len();
+    /// Sets `λ` to the problem's warm start (zero where there is none) and `v = v(λ)`; says whether
+    /// any impulse was warm started.
+    fn load_warm_start(&mut self, problem: &StepProblem, settings: &SolverSettings) -> bool {
         for (c, contact) in self.asm.contacts.iter().enumerate() {
-            self.cones[c] = contact.cone;
             // Contacts warm-start from world impulses, joint blocks from their row impulses.
             let warm = match contact.source {
                 Source::Contact(i) => problem.contacts[i].warm_impulse.map(|w| {
@@ -218,15 +219,24 @@ impl Solver {
             let warm = warm.filter(|w| settings.warm_start && w.iter().all(|x| x.is_finite()));
             self.lambda[c] = warm.map_or(Vector3::zeros(), |w| contact.cone.project(&w));
         }
-        let warm_started = self.lambda.iter().any(|l| *l != Vector3::zeros());
         self.asm.velocities_for(&self.lambda, &mut self.scratch, &mut self.v);
+        self.lambda.iter().any(|l| *l != Vector3::zeros())
+    }
+
+    /// The whole solve after assembly. Leaves the answer in `best_v`, `best_lambda`.
+    fn iterate(&mut self, problem: &StepProblem, settings: &SolverSettings) -> SolveReport {
+        self.resize();
+        let nc = self.asm.contacts.len();
+        for (c, contact) in self.asm.contacts.iter().enumerate() {
+            self.cones[c] = contact.cone;
+        }
+        let warm_started = self.load_warm_start(problem, settings);
         let mut report = SolveReport {
             penalty: settings.initial_penalty,
             ..Default::default()
         };
         let initial = contact_residuals(&self.asm, &self.v, &self.lambda);
         self.keep_best();
-        let mut best = initial;
         // A warm start is accepted as it is only within `warm_start_accept` too: see there why a
         // loose tolerance must not let a resting scene creep.
         let accept = if warm_started {
@@ -236,7 +246,7 @@ impl Solver {
         };
         if initial.within(accept) {
             report.warm_start_accepted = nc > 0;
-            return self.finish(report, best, None);
+            return self.finish(report, initial, None);
         }
         if warm_started && settings.smoothing_sweeps > 0 && initial.worst() <= settings.smoothing_max_ratio * accept {
             report.smoothing_sweeps = settings.smoothing_sweeps;
@@ -247,17 +257,68 @@ impl Solver {
         }
 
         self.resize_outer();
-        let mut kappa = if warm_started && initial.worst() <= settings.warm_penalty_max_residual {
+        self.newton.system.prepare(&self.asm, settings.dense_max_bodies);
+        report.linear_solver = self.newton.system.kind();
+        let first_penalty = if warm_started && initial.worst() <= settings.warm_penalty_max_residual {
             settings.warm_initial_penalty
         } else {
             settings.initial_penalty
         };
+        let (mut best, mut failure) = self.run(settings, first_penalty, initial, &mut report);
+        let far = best.worst() > settings.tolerance * settings.retry_above;
+        if failure == Some(SolveFailure::BudgetExhausted) && far && settings.retry_penalty != first_penalty {
+            (best, failure) = self.retry(problem, settings, initial, (best, failure), &mut report);
+        }
+        self.finish(report, best, failure)
+    }
+
+    /// Runs the outer loop again from the warm start at `retry_penalty` and keeps the better of
+    /// `first`'s answer (in `best_v`, `best_lambda`) and its own: a stalled run sits at a fixed
+    /// point of the shift iteration that does not contract, and another path often ends nearer
+    /// the solution.
+    fn retry(
+        &mut self,
+        problem: &StepProblem,
+        settings: &SolverSettings,
+        initial: ContactResiduals,
+        first: (ContactResiduals, Option<SolveFailure>),
+        report: &mut SolveReport,
+    ) -> (ContactResiduals, Option<SolveFailure>) {
+        report.retried = true;
+        self.retry_v = std::mem::take(&mut self.retry_v).resize_vertically(self.asm.dofs(), 0.0);
+        self.retry_v.copy_from(&self.best_v);
+        self.retry_lambda.clear();
+        self.retry_lambda.extend_from_slice(&self.best_lambda);
+        let first_penalty = report.penalty;
+        self.load_warm_start(problem, settings);
+        self.keep_best();
+        let second = self.run(settings, settings.retry_penalty, initial, report);
+        if second.0.worst() < first.0.worst() {
+            return second;
+        }
+        self.best_v.copy_from(&self.retry_v);
+        self.best_lambda.copy_from_slice(&self.retry_lambda);
+        report.penalty = first_penalty;
+        first
+    }
+
+    /// One run of the outer loop from `(λ, v)` at initial penalty `kappa`, then the polish if the
+    /// budget ran out. `initial` are the residuals of the starting pair, which `best_v`,
+    /// `best_lambda` hold. Adds its counts to `report` and sets its final penalty; returns the best
+    /// residuals and why the run did not converge, if it did not.
+    fn run(
+        &mut self,
+        settings: &SolverSettings,
+        mut kappa: f64,
+        initial: ContactResiduals,
+        report: &mut SolveReport,
+    ) -> (ContactResiduals, Option<SolveFailure>) {
+        let nc = self.asm.contacts.len();
+        let mut best = initial;
         self.set_penalty(kappa);
         for c in 0..nc {
             self.shift[c] = self.cones[c].shift(&(self.asm.jacobian_times(c, &self.v) + self.asm.contacts[c].bias));
         }
-        self.newton.system.prepare(&self.asm, settings.dense_max_bodies);
-        report.linear_solver = self.newton.system.kind();
         self.anderson.configure(settings.anderson_memory, 4 * nc);
         let mut counts = NewtonCounts::default();
         let mut previous_primal = f64::INFINITY;
@@ -268,7 +329,7 @@ impl Solver {
         let mut headroom_left = settings.headroom_iterations;
 
         for outer in 0..settings.max_outer_iterations {
-            report.outer_iterations = outer + 1;
+            report.outer_iterations += 1;
             for c in 0..nc {
                 self.bias[c] = self.asm.contacts[c].bias + Vector3::new(self.shift[c], 0.0, 0.0);
             }
@@ -409,15 +470,15 @@ impl Solver {
         }
         if failure == Some(SolveFailure::BudgetExhausted) && settings.polish_iterations > 0 {
             let (reached, steps) = self.polish_best(&mut best, settings.polish_iterations);
-            report.polish_iterations = steps;
+            report.polish_iterations += steps;
             if reached {
                 failure = None;
             }
         }
-        report.newton_iterations = counts.newton;
-        report.line_search_iterations = counts.line_search;
+        report.newton_iterations += counts.newton;
+        report.line_search_iterations += counts.line_search;
         report.penalty = kappa;
-        self.finish(report, best, failure)
+        (best, failure)
     }
 
     /// Smooths the warm start `(λ, v)` in scratch buffers and, if the smoothed pair (with `v`

@@ -78,6 +78,10 @@ pub struct SolveReport {
     /// The warm start met the tolerance without an outer iteration: as given, or after the
     /// smoothing sweeps.
     pub warm_start_accepted: bool,
+    /// The first run ended far above the tolerance and the solve was run again from the warm
+    /// start ([`SolverSettings::retry_above`](super::SolverSettings::retry_above)); the counts
+    /// above include both runs.
+    pub retried: bool,
     /// How the Newton systems were factored.
     pub linear_solver: LinearSolverKind,
     /// Wall time of the solve.
