@@ -78,8 +78,8 @@ pub struct SolverStats {
     /// Semismooth Newton steps of the polish that follows a spent outer budget, summed over
     /// islands (see `SolverSettings::polish_iterations`).
     pub polish_iterations: u32,
-    /// Islands whose first run ended far above the tolerance and were solved again from the warm
-    /// start (see `SolverSettings::retry_above`).
+    /// Retries of solves that ended far above the tolerance, summed over islands (see
+    /// `SolverSettings::retry_above`).
     pub retries: u32,
     /// Worst island's NCP residual, m/s.
     pub ncp_residual: f64,

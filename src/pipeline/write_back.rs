@@ -123,7 +123,7 @@ pub(crate) fn write_back(
         summary.newton_iterations += report.newton_iterations;
         summary.polish_iterations += report.polish_iterations;
         summary.smoothing_sweeps += report.smoothing_sweeps;
-        summary.retries += u32::from(report.retried);
+        summary.retries += report.retries;
         summary.ncp_residual = summary.ncp_residual.max(report.ncp_residual);
         summary.feasibility_residual = summary.feasibility_residual.max(report.feasibility_residual);
         summary.converged &= report.converged;

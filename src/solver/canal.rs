@@ -26,6 +26,11 @@ use super::smoothing::Smoother;
 /// failure to seed 151; six keeps the random suite as it was and still rescues the box.
 const DRIFT_PATIENCE: u32 = 6;
 
+/// The starts of the retries, in order: from the warm start (true) or from zero impulses, at
+/// `retry_penalty` (true) or `initial_penalty`. On six windows of captured sphere-pen steps, the
+/// first alone cut the steps left above 1e-6 m/s from 27 to 14, all three to 7.
+const RETRY_STARTS: [(bool, bool); 3] = [(true, true), (false, false), (false, true)];
+
 /// One outer iteration's record, for convergence studies.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OuterTrace {
@@ -201,12 +206,12 @@ impl Solver {
         self.newton.resize(self.asm.dofs(), nc);
     }
 
-    /// Sets `λ` to the problem's warm start (zero where there is none) and `v = v(λ)`; says whether
-    /// any impulse was warm started.
-    fn load_warm_start(&mut self, problem: &StepProblem, settings: &SolverSettings) -> bool {
+    /// Sets `λ` to the problem's warm start (zero where there is none, and everywhere unless
+    /// `warm`) and `v = v(λ)`; says whether any impulse was warm started.
+    fn load_start(&mut self, problem: &StepProblem, settings: &SolverSettings, warm: bool) -> bool {
         for (c, contact) in self.asm.contacts.iter().enumerate() {
             // Contacts warm-start from world impulses, joint blocks from their row impulses.
-            let warm = match contact.source {
+            let start = match contact.source {
                 Source::Contact(i) => problem.contacts[i].warm_impulse.map(|w| {
                     Vector3::new(
                         w.dot(contact.frame[0]),
@@ -216,8 +221,8 @@ impl Solver {
                 }),
                 Source::Constraint(i) => problem.constraints[i].warm_impulse.map(|w| Vector3::new(w.x, w.y, w.z)),
             };
-            let warm = warm.filter(|w| settings.warm_start && w.iter().all(|x| x.is_finite()));
-            self.lambda[c] = warm.map_or(Vector3::zeros(), |w| contact.cone.project(&w));
+            let start = start.filter(|w| warm && settings.warm_start && w.iter().all(|x| x.is_finite()));
+            self.lambda[c] = start.map_or(Vector3::zeros(), |w| contact.cone.project(&w));
         }
         self.asm.velocities_for(&self.lambda, &mut self.scratch, &mut self.v);
         self.lambda.iter().any(|l| *l != Vector3::zeros())
@@ -230,7 +235,7 @@ impl Solver {
         for (c, contact) in self.asm.contacts.iter().enumerate() {
             self.cones[c] = contact.cone;
         }
-        let warm_started = self.load_warm_start(problem, settings);
+        let warm_started = self.load_start(problem, settings, true);
         let mut report = SolveReport {
             penalty: settings.initial_penalty,
             ..Default::default()
@@ -264,42 +269,66 @@ impl Solver {
         } else {
             settings.initial_penalty
         };
-        let (mut best, mut failure) = self.run(settings, first_penalty, initial, &mut report);
-        let far = best.worst() > settings.tolerance * settings.retry_above;
-        if failure == Some(SolveFailure::BudgetExhausted) && far && settings.retry_penalty != first_penalty {
-            (best, failure) = self.retry(problem, settings, initial, (best, failure), &mut report);
-        }
+        let first = self.run(settings, first_penalty, initial, &mut report);
+        let (best, failure) = self.retry(problem, settings, (warm_started, first_penalty), first, &mut report);
         self.finish(report, best, failure)
     }
 
-    /// Runs the outer loop again from the warm start at `retry_penalty` and keeps the better of
-    /// `first`'s answer (in `best_v`, `best_lambda`) and its own: a stalled run sits at a fixed
-    /// point of the shift iteration that does not contract, and another path often ends nearer
-    /// the solution.
+    /// While the best answer so far spent a run's budget and is above `tolerance × retry_above`,
+    /// runs the outer loop again from the next start of [`RETRY_STARTS`] that no run has used,
+    /// up to `max_retries` times, keeping the best answer (in `best_v`, `best_lambda`). A stalled
+    /// run sits at a fixed point of the shift iteration that does not contract, and another path
+    /// often ends nearer the solution. `first` is the first run's start (whether warm) and
+    /// initial penalty, and its result.
     fn retry(
         &mut self,
         problem: &StepProblem,
         settings: &SolverSettings,
-        initial: ContactResiduals,
-        first: (ContactResiduals, Option<SolveFailure>),
+        first: (bool, f64),
+        mut best: (ContactResiduals, Option<SolveFailure>),
         report: &mut SolveReport,
     ) -> (ContactResiduals, Option<SolveFailure>) {
-        report.retried = true;
-        self.retry_v = std::mem::take(&mut self.retry_v).resize_vertically(self.asm.dofs(), 0.0);
-        self.retry_v.copy_from(&self.best_v);
-        self.retry_lambda.clear();
-        self.retry_lambda.extend_from_slice(&self.best_lambda);
-        let first_penalty = report.penalty;
-        self.load_warm_start(problem, settings);
-        self.keep_best();
-        let second = self.run(settings, settings.retry_penalty, initial, report);
-        if second.0.worst() < first.0.worst() {
-            return second;
+        let (warm_started, first_penalty) = first;
+        let mut used = [(warm_started, first_penalty); RETRY_STARTS.len() + 1];
+        let mut runs = 1;
+        for (warm, stiff) in RETRY_STARTS {
+            let far = best.0.worst() > settings.tolerance * settings.retry_above;
+            if best.1 != Some(SolveFailure::BudgetExhausted) || !far || report.retries >= settings.max_retries {
+                break;
+            }
+            // Without a warm start, a warm start is a cold one.
+            let start = (
+                warm && warm_started,
+                if stiff {
+                    settings.retry_penalty
+                } else {
+                    settings.initial_penalty
+                },
+            );
+            if used[..runs].contains(&start) {
+                continue;
+            }
+            used[runs] = start;
+            runs += 1;
+            report.retries += 1;
+            self.retry_v = std::mem::take(&mut self.retry_v).resize_vertically(self.asm.dofs(), 0.0);
+            self.retry_v.copy_from(&self.best_v);
+            self.retry_lambda.clear();
+            self.retry_lambda.extend_from_slice(&self.best_lambda);
+            let best_penalty = report.penalty;
+            self.load_start(problem, settings, start.0);
+            let initial = contact_residuals(&self.asm, &self.v, &self.lambda);
+            self.keep_best();
+            let run = self.run(settings, start.1, initial, report);
+            if run.0.worst() < best.0.worst() {
+                best = run;
+            } else {
+                self.best_v.copy_from(&self.retry_v);
+                self.best_lambda.copy_from_slice(&self.retry_lambda);
+                report.penalty = best_penalty;
+            }
         }
-        self.best_v.copy_from(&self.retry_v);
-        self.best_lambda.copy_from_slice(&self.retry_lambda);
-        report.penalty = first_penalty;
-        first
+        best
     }
 
     /// One run of the outer loop from `(λ, v)` at initial penalty `kappa`, then the polish if the

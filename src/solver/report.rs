@@ -78,10 +78,11 @@ pub struct SolveReport {
     /// The warm start met the tolerance without an outer iteration: as given, or after the
     /// smoothing sweeps.
     pub warm_start_accepted: bool,
-    /// The first run ended far above the tolerance and the solve was run again from the warm
-    /// start ([`SolverSettings::retry_above`](super::SolverSettings::retry_above)); the counts
-    /// above include both runs.
-    pub retried: bool,
+    /// Runs of the outer loop after the first, each from another start, because the best answer
+    /// was still far above the tolerance
+    /// ([`SolverSettings::retry_above`](super::SolverSettings::retry_above)); the counts above
+    /// include every run.
+    pub retries: u32,
     /// How the Newton systems were factored.
     pub linear_solver: LinearSolverKind,
     /// Wall time of the solve.
