@@ -289,8 +289,8 @@ impl Solver {
         report: &mut SolveReport,
     ) -> (ContactResiduals, Option<SolveFailure>) {
         let (warm_started, first_penalty) = first;
+        // The starts of the runs so far: the first, then one per retry.
         let mut used = [(warm_started, first_penalty); RETRY_STARTS.len() + 1];
-        let mut runs = 1;
         for (warm, stiff) in RETRY_STARTS {
             let far = best.0.worst() > settings.tolerance * settings.retry_above;
             if best.1 != Some(SolveFailure::BudgetExhausted) || !far || report.retries >= settings.max_retries {
@@ -305,11 +305,11 @@ impl Solver {
                     settings.initial_penalty
                 },
             );
+            let runs = report.retries as usize + 1;
             if used[..runs].contains(&start) {
                 continue;
             }
             used[runs] = start;
-            runs += 1;
             report.retries += 1;
             self.retry_v = std::mem::take(&mut self.retry_v).resize_vertically(self.asm.dofs(), 0.0);
             self.retry_v.copy_from(&self.best_v);
