@@ -14,6 +14,11 @@ fn solve(problem: &StepProblem, settings: SolverSettings) -> (SolveReport, Solut
     (report, solution, solver)
 }
 
+/// The larger of a report's NCP and feasibility residuals, m/s: what the tolerance bounds.
+fn worst(report: &SolveReport) -> f64 {
+    report.ncp_residual.max(report.feasibility_residual)
+}
+
 fn tight() -> SolverSettings {
     SolverSettings {
         tolerance: 1e-10,
@@ -356,7 +361,7 @@ fn a_near_miss_warm_start_is_smoothed_without_newton() {
         ..Default::default()
     };
     let initial = Solver::new(as_given).solve(&warm, &mut Solution::default());
-    let initial = initial.ncp_residual.max(initial.feasibility_residual);
+    let initial = worst(&initial);
     let settings = SolverSettings::default();
     assert!(
         initial > settings.tolerance && initial <= settings.smoothing_max_ratio * settings.tolerance,
@@ -400,7 +405,7 @@ fn a_loose_tolerance_does_not_accept_a_creeping_warm_start() {
     println!("warm start 2e-7 off at 1e-6 m/s: {report:?}");
     assert!(report.converged && !report.warm_start_accepted, "{report:?}");
     assert!(report.outer_iterations >= 1, "{report:?}");
-    let residual = report.ncp_residual.max(report.feasibility_residual);
+    let residual = worst(&report);
     assert!(residual <= 1e-8, "solved only to {residual:e} m/s");
 
     let lifted = SolverSettings {
@@ -409,7 +414,7 @@ fn a_loose_tolerance_does_not_accept_a_creeping_warm_start() {
     };
     let report = Solver::new(lifted).solve(&warm, &mut Solution::default());
     assert!(report.warm_start_accepted && report.outer_iterations == 0, "{report:?}");
-    let residual = report.ncp_residual.max(report.feasibility_residual);
+    let residual = worst(&report);
     assert!(residual > 1e-8 && residual <= 1e-6, "{residual:e} m/s");
 }
 
@@ -642,7 +647,6 @@ fn a_far_unconverged_solve_is_retried_and_keeps_the_better_run() {
     let defaults = SolverSettings::default();
     let (first, _) = once(defaults.initial_penalty);
     let (second, second_solution) = once(defaults.retry_penalty);
-    let worst = |r: &SolveReport| r.ncp_residual.max(r.feasibility_residual);
     // The stiffer start is the better one here, so the retried solve must return its answer.
     assert!(worst(&second) < worst(&first), "{first:?} {second:?}");
 
@@ -690,7 +694,6 @@ fn retries_take_each_start_in_turn_and_keep_the_best_run() {
         polish_iterations: 0,
         ..Default::default()
     };
-    let worst = |r: &SolveReport| r.ncp_residual.max(r.feasibility_residual);
     let runs = [(true, false), (true, true), (false, false), (false, true)].map(|(warm_start, stiff)| {
         let single = SolverSettings {
             warm_start,
