@@ -101,7 +101,7 @@ fn summary(label: &str, scene: &Scene, problems: &[CapturedIsland], reports: &[S
         polish[k] += r.polish_iterations;
         time[k] += r.time;
         failed += usize::from(!r.converged);
-        worst = worst.max(r.ncp_residual.max(r.feasibility_residual));
+        worst = worst.max(r.worst_residual());
     }
     let total_ms = time.iter().sum::<Duration>().as_secs_f64() * 1e3;
     let costliest = {

@@ -78,7 +78,7 @@ impl Engine for Canal {
     }
     fn ncp_residual(&self) -> Option<f64> {
         let stats = self.app.world().resource::<SolverStats>();
-        Some(stats.ncp_residual.max(stats.feasibility_residual))
+        Some(stats.worst_residual())
     }
     fn converged(&self) -> Option<bool> {
         Some(self.app.world().resource::<SolverStats>().converged)

@@ -107,7 +107,6 @@ fn summary(tolerance: f64) {
         let (warm_time, hot) = median_time(&mut solver, &warm(&problem, settings, 1.0));
         let (near_time, near) = median_time(&mut solver, &warm(&problem, settings, 0.99));
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let residual = |r: &SolveReport| r.ncp_residual.max(r.feasibility_residual);
         println!(
             "{:<11} {:>6} {:>8} | {:>5} {:>6} {:>8.1e} {:>9.3} | {:>5} {:>6} {:>8.1e} {:>9.3} | {:>5} {:>6} {:>8.1e} {:>9.3}{}",
             name,
@@ -115,15 +114,15 @@ fn summary(tolerance: f64) {
             problem.contacts.len(),
             cold.outer_iterations,
             cold.newton_iterations,
-            residual(&cold),
+            cold.worst_residual(),
             ms(cold_time),
             hot.outer_iterations,
             hot.newton_iterations,
-            residual(&hot),
+            hot.worst_residual(),
             ms(warm_time),
             near.outer_iterations,
             near.newton_iterations,
-            residual(&near),
+            near.worst_residual(),
             ms(near_time),
             if cold.converged && hot.converged && near.converged {
                 ""

@@ -91,6 +91,14 @@ pub struct SolverStats {
     pub times: StageTimes,
 }
 
+impl SolverStats {
+    /// The larger of the worst island's NCP and feasibility residuals, m/s: what the tolerance
+    /// bounds.
+    pub fn worst_residual(&self) -> f64 {
+        self.ncp_residual.max(self.feasibility_residual)
+    }
+}
+
 /// One contact point of a pair, with what the solver did there.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ContactPoint {

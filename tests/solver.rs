@@ -14,11 +14,6 @@ fn solve(problem: &StepProblem, settings: SolverSettings) -> (SolveReport, Solut
     (report, solution, solver)
 }
 
-/// The larger of a report's NCP and feasibility residuals, m/s: what the tolerance bounds.
-fn worst(report: &SolveReport) -> f64 {
-    report.ncp_residual.max(report.feasibility_residual)
-}
-
 fn tight() -> SolverSettings {
     SolverSettings {
         tolerance: 1e-10,
@@ -361,7 +356,7 @@ fn a_near_miss_warm_start_is_smoothed_without_newton() {
         ..Default::default()
     };
     let initial = Solver::new(as_given).solve(&warm, &mut Solution::default());
-    let initial = worst(&initial);
+    let initial = initial.worst_residual();
     let settings = SolverSettings::default();
     assert!(
         initial > settings.tolerance && initial <= settings.smoothing_max_ratio * settings.tolerance,
@@ -405,7 +400,7 @@ fn a_loose_tolerance_does_not_accept_a_creeping_warm_start() {
     println!("warm start 2e-7 off at 1e-6 m/s: {report:?}");
     assert!(report.converged && !report.warm_start_accepted, "{report:?}");
     assert!(report.outer_iterations >= 1, "{report:?}");
-    let residual = worst(&report);
+    let residual = report.worst_residual();
     assert!(residual <= 1e-8, "solved only to {residual:e} m/s");
 
     let lifted = SolverSettings {
@@ -414,7 +409,7 @@ fn a_loose_tolerance_does_not_accept_a_creeping_warm_start() {
     };
     let report = Solver::new(lifted).solve(&warm, &mut Solution::default());
     assert!(report.warm_start_accepted && report.outer_iterations == 0, "{report:?}");
-    let residual = worst(&report);
+    let residual = report.worst_residual();
     assert!(residual > 1e-8 && residual <= 1e-6, "{residual:e} m/s");
 }
 
@@ -648,7 +643,7 @@ fn a_far_unconverged_solve_is_retried_and_keeps_the_better_run() {
     let (first, _) = once(defaults.initial_penalty);
     let (second, second_solution) = once(defaults.retry_penalty);
     // The stiffer start is the better one here, so the retried solve must return its answer.
-    assert!(worst(&second) < worst(&first), "{first:?} {second:?}");
+    assert!(second.worst_residual() < first.worst_residual(), "{first:?} {second:?}");
 
     let settings = SolverSettings {
         max_outer_iterations: 1,
@@ -663,13 +658,13 @@ fn a_far_unconverged_solve_is_retried_and_keeps_the_better_run() {
         retried.newton_iterations,
         first.newton_iterations + second.newton_iterations
     );
-    assert_eq!(worst(&retried), worst(&second));
+    assert_eq!(retried.worst_residual(), second.worst_residual());
     assert_eq!(retried.penalty, second.penalty);
     assert_eq!(solution, second_solution);
 
     // Within `retry_above` × the tolerance there is no retry.
     let near = SolverSettings {
-        retry_above: 2.0 * worst(&first) / settings.tolerance,
+        retry_above: 2.0 * first.worst_residual() / settings.tolerance,
         ..settings
     };
     let (kept, _, _) = solve(&problem, near);
@@ -707,7 +702,7 @@ fn retries_take_each_start_in_turn_and_keep_the_best_run() {
         };
         let (report, _, _) = solve(&warm, single);
         assert!(
-            !report.converged && worst(&report) > 100.0 * settings.tolerance,
+            !report.converged && report.worst_residual() > 100.0 * settings.tolerance,
             "{report:?}"
         );
         report
@@ -719,10 +714,13 @@ fn retries_take_each_start_in_turn_and_keep_the_best_run() {
         all.newton_iterations,
         runs.iter().map(|r| r.newton_iterations).sum::<u32>()
     );
-    let best = runs.iter().map(worst).fold(f64::INFINITY, f64::min);
+    let best = runs
+        .iter()
+        .map(SolveReport::worst_residual)
+        .fold(f64::INFINITY, f64::min);
     // A later start does better here, so keeping the first run's answer would fail.
-    assert!(best < worst(&runs[0]), "{runs:?}");
-    assert_eq!(worst(&all), best, "{runs:?}");
+    assert!(best < runs[0].worst_residual(), "{runs:?}");
+    assert_eq!(all.worst_residual(), best, "{runs:?}");
 
     let (one, _, _) = solve(
         &warm,
@@ -732,7 +730,10 @@ fn retries_take_each_start_in_turn_and_keep_the_best_run() {
         },
     );
     assert_eq!(one.retries, 1, "{one:?}");
-    assert_eq!(worst(&one), worst(&runs[0]).min(worst(&runs[1])));
+    assert_eq!(
+        one.worst_residual(),
+        runs[0].worst_residual().min(runs[1].worst_residual())
+    );
 }
 
 #[test]

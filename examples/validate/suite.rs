@@ -483,7 +483,7 @@ pub fn pyramid_convergence(layers: usize, tolerance: f64) -> (Convergence, Vec<C
         newton,
         outer,
         converged: report.converged,
-        ncp_residual: report.ncp_residual.max(report.feasibility_residual),
+        ncp_residual: report.worst_residual(),
     };
     let name = format!("pyramid of {} boxes, cold solve", data.bodies);
     let checks = vec![

@@ -89,6 +89,21 @@ pub struct SolveReport {
     pub time: Duration,
 }
 
+impl SolveReport {
+    /// The larger of the NCP and feasibility residuals, m/s: what the tolerance bounds.
+    ///
+    /// ```
+    /// use bevy_canal::solver::{scenes, Solution, Solver, SolverSettings};
+    ///
+    /// let problem = scenes::resting_box(1.0, 0.5, 1.0 / 60.0);
+    /// let report = Solver::new(SolverSettings::default()).solve(&problem, &mut Solution::default());
+    /// assert!(report.converged && report.worst_residual() <= SolverSettings::default().tolerance);
+    /// ```
+    pub fn worst_residual(&self) -> f64 {
+        self.ncp_residual.max(self.feasibility_residual)
+    }
+}
+
 /// End-of-step velocities of one body.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct BodyVelocity {
