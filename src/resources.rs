@@ -78,6 +78,9 @@ pub struct SolverStats {
     /// Semismooth Newton steps of the polish that follows a spent outer budget, summed over
     /// islands (see `SolverSettings::polish_iterations`).
     pub polish_iterations: u32,
+    /// Factorizations spent moving answers to the impulses nearest their warm starts, summed over
+    /// islands (see `SolverSettings::nearest_impulses`).
+    pub distribution_solves: u32,
     /// Retries of solves that ended far above the tolerance, summed over islands (see
     /// `SolverSettings::retry_above`).
     pub retries: u32,

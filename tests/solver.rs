@@ -765,3 +765,96 @@ fn polish_finishes_a_solve_whose_outer_budget_ran_out() {
         assert!((ground - weight).abs() < 1e-9 * weight, "{ground} against {weight}");
     }
 }
+
+/// On a statically indeterminate pile the velocities fix the loads only up to loads that cancel
+/// on every body, and which of those a solve ends at depends on its path: the outer loop's, or
+/// the polish's after one outer iteration. `nearest_impulses` returns the admissible loads
+/// nearest the warm start instead, whichever path led there, with the same velocities.
+#[test]
+fn a_solve_returns_the_loads_nearest_its_warm_start_whatever_its_path() {
+    let (warm, _) = pyramid_warm_started_off_by(0.05);
+    let largest =
+        |pairs: &mut dyn Iterator<Item = (DVec3, DVec3)>| pairs.map(|(a, b)| (a - b).length()).fold(0.0, f64::max);
+    let from_warm = |s: &Solution| {
+        let pairs = s.impulses.iter().zip(&warm.contacts);
+        largest(&mut pairs.map(|(i, c)| (i.world, c.warm_impulse.unwrap())))
+    };
+    let apart =
+        |a: &Solution, b: &Solution| largest(&mut a.impulses.iter().zip(&b.impulses).map(|(x, y)| (x.world, y.world)));
+    let mut answers = vec![];
+    for nearest_impulses in [false, true] {
+        let full = SolverSettings {
+            nearest_impulses,
+            ..Default::default()
+        };
+        let short = SolverSettings {
+            max_outer_iterations: 1,
+            ..full
+        };
+        let (full_report, full, _) = solve(&warm, full);
+        let (short_report, short, _) = solve(&warm, short);
+        assert!(
+            full_report.converged && short_report.converged,
+            "{full_report:?} {short_report:?}"
+        );
+        assert!(short_report.polish_iterations > 0, "{short_report:?}");
+        assert_eq!(full_report.distribution_solves > 0, nearest_impulses, "{full_report:?}");
+        answers.push((full, short));
+    }
+    let (plain, nearest) = (&answers[0], &answers[1]);
+    for (a, b) in [(&plain.0, &plain.1), (&plain.0, &nearest.0), (&plain.0, &nearest.1)] {
+        for (x, y) in a.velocities.iter().zip(&b.velocities) {
+            let off = (x.linear - y.linear).length().max((x.angular - y.angular).length());
+            assert!(off < 1e-7, "velocities {off} m/s apart");
+        }
+    }
+    // Measured: the two paths end 3.9e-2 N·s apart and 6.5e-2 from the warm start, and 4e-7
+    // apart and 1.4e-2 from it with the move.
+    assert!(apart(&plain.0, &plain.1) > 1e-2, "{}", apart(&plain.0, &plain.1));
+    assert!(
+        apart(&nearest.0, &nearest.1) < 1e-5,
+        "{}",
+        apart(&nearest.0, &nearest.1)
+    );
+    assert!(
+        from_warm(&nearest.0) < 0.5 * from_warm(&plain.0),
+        "{} against {}",
+        from_warm(&nearest.0),
+        from_warm(&plain.0)
+    );
+}
+
+/// A box on four corners carries its weight on any loads `W/4 + α(1, −1, −1, 1)` (corners
+/// `(x0,z0), (x1,z0), (x0,z1), (x1,z1)`): the diagonals trade load without moving it. From a
+/// warm start with 20% too much on one corner, the nearest of them shares the excess `0.05 W`
+/// as `α = 0.0125 W`: a quarter on each corner, in the pattern. (The outer loop alone lands there
+/// too on one box; the pyramid above is where the paths part.)
+#[test]
+fn a_lopsided_warm_start_on_four_corners_keeps_its_nearest_admissible_share() {
+    let problem = scenes::resting_box(2.0, 0.5, DT);
+    let weight = scenes::weight_impulse(&problem);
+    let mut warm = problem.clone();
+    for (c, contact) in warm.contacts.iter_mut().enumerate() {
+        let share = if c == 0 { 1.2 } else { 1.0 };
+        contact.warm_impulse = Some(DVec3::Y * share * weight / 4.0);
+    }
+    let settings = SolverSettings {
+        nearest_impulses: true,
+        ..Default::default()
+    };
+    let (report, solution, _) = solve(&warm, settings);
+    assert!(
+        report.converged && !report.warm_start_accepted && report.distribution_solves > 0,
+        "{report:?}"
+    );
+    for (c, impulse) in solution.impulses.iter().enumerate() {
+        let expected = weight * (0.25 + 0.0125 * [1.0, -1.0, -1.0, 1.0][c]);
+        assert!(
+            (impulse.normal - expected).abs() < 1e-6 * weight,
+            "corner {c}: {} against {expected}",
+            impulse.normal
+        );
+        let tangent = DVec3::new(0.0, impulse.tangent[0], impulse.tangent[1]).length();
+        assert!(tangent < 1e-9 * weight, "corner {c}: friction {tangent}");
+    }
+}

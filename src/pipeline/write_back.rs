@@ -122,6 +122,7 @@ pub(crate) fn write_back(
         summary.outer_iterations += report.outer_iterations;
         summary.newton_iterations += report.newton_iterations;
         summary.polish_iterations += report.polish_iterations;
+        summary.distribution_solves += report.distribution_solves;
         summary.smoothing_sweeps += report.smoothing_sweeps;
         summary.retries += report.retries;
         summary.ncp_residual = summary.ncp_residual.max(report.ncp_residual);

@@ -5,7 +5,7 @@
 //! a [`SolveReport`] how well it did. The method, step by step, is in the crate's design note
 //! (`canal-solver.md`): the data flows
 //!
-//! [`problem`] → `assembly` (A, b, J, e) → `canal` (`smoothing` of a near-miss warm start, outer multiplier loop, `shift_newton` on the sliding contacts' shifts, `polish` when its budget is spent) → `newton` (surrogate
+//! [`problem`] → `assembly` (A, b, J, e) → `canal` (`smoothing` of a near-miss warm start, outer multiplier loop, `shift_newton` on the sliding contacts' shifts, `polish` when its budget is spent, `distribution` to the impulses nearest the start) → `newton` (surrogate
 //! minimisation, `linear` systems, `line_search`) → [`report`] (velocities, impulses, residuals).
 //!
 //! Nothing here knows about Bevy; the plugin converts its components into a [`StepProblem`].
@@ -14,6 +14,7 @@ mod anderson;
 mod assembly;
 mod canal;
 pub mod cone;
+mod distribution;
 mod line_search;
 mod linear;
 mod newton;

@@ -83,6 +83,9 @@ pub struct SolveReport {
     /// ([`SolverSettings::retry_above`](super::SolverSettings::retry_above)); the counts above
     /// include every run.
     pub retries: u32,
+    /// Factorizations spent moving the answer to the impulses nearest the start
+    /// ([`SolverSettings::nearest_impulses`](super::SolverSettings::nearest_impulses)).
+    pub distribution_solves: u32,
     /// How the Newton systems were factored.
     pub linear_solver: LinearSolverKind,
     /// Wall time of the solve.
