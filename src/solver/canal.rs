@@ -244,8 +244,10 @@ impl Solver {
             self.cones[c] = contact.cone;
         }
         let warm_started = self.load_start(problem, settings, true);
-        self.start_lambda.clear();
-        self.start_lambda.extend_from_slice(&self.lambda);
+        if settings.nearest_impulses {
+            self.start_lambda.clear();
+            self.start_lambda.extend_from_slice(&self.lambda);
+        }
         let mut report = SolveReport {
             penalty: settings.initial_penalty,
             ..Default::default()

@@ -1,13 +1,13 @@
 //! Of the impulses that give the solved velocities, the nearest to the solve's start (an
 //! addition to the design note).
 //!
-//! On a statically indeterminate island — a box on four corners, a pyramid, a sphere wedged
-//! between neighbours — the contacts' velocities fix the impulses only up to a `d` with `Jᵀd = 0`:
-//! loads that cancel on every body. The residual cannot tell such answers apart, and which one a
-//! solve returns depends on its path: the outer loop from one start, the polish's Newton steps
-//! from another (a sticking contact enters them with weight `mᵢ/ε`, so they move along `d`
-//! freely), each retry from its own. A robot reading the forces would see them change with the
-//! number of iterations a step happened to take.
+//! On a statically indeterminate island — a box on four corners, a pyramid — the contacts'
+//! velocities fix the impulses only up to a `d` with `Jᵀd = 0`: loads that cancel on every body.
+//! The residual cannot tell such answers apart, and which one a solve returns depends on its
+//! path: the outer loop from one start, the polish's Newton steps from another (a sticking
+//! contact enters them with weight `mᵢ/ε`, so they move along `d` freely), each retry from its
+//! own. A robot reading the forces would see them change with the number of iterations a step
+//! happened to take.
 //!
 //! This stage makes the answer a function of the start: it moves the impulses `λ` along such
 //! `d` to the admissible answer nearest the start `λ₀` (the warm start, last step's impulses, or
