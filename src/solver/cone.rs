@@ -122,6 +122,15 @@ impl Cone {
         }
     }
 
+    /// `ŷ = w + δ(w) e_n`: a block's velocity `w = J v + e` with its de Saxcé shift on the normal
+    /// row, the velocity the residuals and updates act on.
+    #[inline]
+    pub fn shifted(&self, w: &Vector3<f64>) -> Vector3<f64> {
+        let mut y = *w;
+        y.x += self.shift(w);
+        y
+    }
+
     /// The feasibility violation `‖Π_K(−y)‖` of a (shifted) velocity `y`: 0 iff `y ∈ K*`. A bounded
     /// row has no velocity condition of its own (at its bound it may move), so it reports 0 and is
     /// judged by the NCP residual alone.

@@ -88,7 +88,7 @@ impl Distribution {
             asm.contacts
                 .iter()
                 .enumerate()
-                .map(|(c, contact)| face(contact, asm.jacobian_times(c, v), &lambda[c], rest)),
+                .map(|(c, contact)| face(contact, &(asm.jacobian_times(c, v) + contact.bias), &lambda[c], rest)),
         );
         self.weights.resize(nc, Matrix3::zeros());
         self.trial.clear();
@@ -187,12 +187,11 @@ impl Distribution {
 /// that this one leaves empty, or hold off the slip of one that this one brings to the verge of
 /// it. A sliding one may only scale its impulse along the cone's surface, and an opening one
 /// carries none.
-fn face(contact: &AssembledContact, w: Vector3<f64>, lambda: &Vector3<f64>, rest: f64) -> Matrix3<f64> {
+fn face(contact: &AssembledContact, w: &Vector3<f64>, lambda: &Vector3<f64>, rest: f64) -> Matrix3<f64> {
     let Cone::Coulomb { mu } = contact.cone else {
         return Matrix3::zeros();
     };
-    let mut y = w + contact.bias;
-    y.x += contact.cone.shift(&y);
+    let y = contact.cone.shifted(w);
     if y.norm() <= rest {
         if mu == 0.0 {
             Matrix3::from_diagonal(&Vector3::new(1.0, 0.0, 0.0))

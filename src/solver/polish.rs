@@ -137,8 +137,7 @@ impl Polish {
         for (c, contact) in asm.contacts.iter().enumerate() {
             let m = contact.mass;
             let w = asm.jacobian_times(c, v) + contact.bias;
-            let mut y = w;
-            y.x += contact.cone.shift(&w);
+            let y = contact.cone.shifted(&w);
             let argument = lambda[c] - m * y;
             let (p, g) = contact.cone.update_with_jacobian(&argument, m);
             let r = lambda[c] - p;

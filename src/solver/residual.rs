@@ -35,8 +35,7 @@ fn worst_residuals(
     let mut worst = ContactResiduals::default();
     for (c, l) in lambda.iter().enumerate() {
         let contact = &asm.contacts[c];
-        let mut y = velocity(c);
-        y.x += contact.cone.shift(&y);
+        let y = contact.cone.shifted(&velocity(c));
         let ncp = (l - contact.cone.update(&(l - contact.mass * y), contact.mass)).norm() / contact.mass;
         let feasibility = contact.cone.violation(&y);
         worst.ncp = if ncp.is_nan() {

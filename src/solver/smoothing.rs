@@ -31,8 +31,7 @@ impl Smoother {
         self.prepare(asm);
         for _ in 0..sweeps {
             for (c, contact) in asm.contacts.iter().enumerate() {
-                let mut y = asm.jacobian_times(c, v) + contact.bias;
-                y.x += contact.cone.shift(&y);
+                let y = contact.cone.shifted(&(asm.jacobian_times(c, v) + contact.bias));
                 let rho = self.step[c];
                 let updated = contact.cone.update(&(lambda[c] - y * rho), rho);
                 let change = updated - lambda[c];
