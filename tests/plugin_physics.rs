@@ -171,7 +171,29 @@ fn a_ten_box_stack_keeps_its_height() {
 /// smoothing sweeps (a tower's error is its slowest mode for Gauss–Seidel).
 #[test]
 fn a_resting_stack_is_held_by_its_warm_start() {
+    let (newton, accepted) = resting_stack_warm_starts(PhysicsSettings::default().solver.tolerance);
+    assert!(accepted >= 110, "only {accepted} of 120 warm starts were accepted");
+    assert!(newton <= 10, "{newton} Newton iterations");
+}
+
+/// At a tolerance far looser than `warm_start_accept` the stack is held as well: a warm start is
+/// accepted only within that level, so a solve that iterates goes on below it while that is
+/// cheap (`SolverSettings::headroom_target`). Aiming at a hundredth of the tolerance instead, as
+/// before, left 2 of these 120 warm starts accepted at 1e-2 m/s, for 71 Newton iterations.
+#[test]
+fn a_loosely_solved_resting_stack_is_held_by_its_warm_start() {
+    let (newton, accepted) = resting_stack_warm_starts(1e-2);
+    assert!(accepted >= 110, "only {accepted} of 120 warm starts were accepted");
+    assert!(newton <= 10, "{newton} Newton iterations");
+}
+
+/// Newton iterations and warm starts accepted over steps 60–180 of a resting ten-box stack solved
+/// to `tolerance`, every step converged.
+fn resting_stack_warm_starts(tolerance: f64) -> (u32, usize) {
     let mut app = app(60.0);
+    let mut settings = PhysicsSettings::default();
+    settings.solver.tolerance = tolerance;
+    app.insert_resource(settings);
     ground(&mut app, 10.0, 0.5);
     box_stack(&mut app, 10);
     step(&mut app, 60);
@@ -183,9 +205,10 @@ fn a_resting_stack_is_held_by_its_warm_start() {
         newton += stats.newton_iterations;
         accepted += usize::from(stats.outer_iterations == 0);
     }
-    println!("steps 60–180 of a resting stack: {newton} Newton iterations, {accepted} warm starts accepted");
-    assert!(accepted >= 110, "only {accepted} of 120 warm starts were accepted");
-    assert!(newton <= 10, "{newton} Newton iterations");
+    println!(
+        "steps 60–180 of a resting stack at {tolerance:e} m/s: {newton} Newton iterations, {accepted} warm starts accepted"
+    );
+    (newton, accepted)
 }
 
 /// A loose tolerance lets velocities err by up to it, not bodies sink: over 2.5 s of a ten-box

@@ -28,10 +28,12 @@ pub struct SolverSettings {
     /// 8.6 ms; both only up to 1e-8 m/s, 0.32, 1.09 ms. At 1e-4 m/s 16.7 → 14.4 Newton
     /// iterations per step, at 1e-8 and below nothing changes.
     pub warm_start_accept: f64,
-    /// Fraction of `tolerance` a solve that had to iterate aims for once it is within the
-    /// tolerance, in (0, 1]; 1 turns the headroom off. It takes at most `headroom_iterations`
-    /// more outer iterations, and only while each costs at most one Newton step, so a solve whose
-    /// active set is still moving stops at the tolerance as before.
+    /// Fraction of the warm-start acceptance level, `min(tolerance, warm_start_accept)`, that a
+    /// solve that had to iterate aims for once it is within the tolerance, in (0, 1]; 1 turns the
+    /// headroom off at tolerances up to `warm_start_accept`. It takes at most
+    /// [`headroom_iterations`](Self::headroom_iterations) more outer iterations, and only while
+    /// each costs at most one Newton step, so a solve whose active set is still moving stops at
+    /// the tolerance as before.
     ///
     /// Why: a resting scene solved just to the tolerance leaves the next step's warm start (the
     /// same impulses, re-applied to velocities they have already corrected) just outside it, so
@@ -40,12 +42,22 @@ pub struct SolverSettings {
     /// stack 0.030 → 0.018, the 210-box pyramid at 1e-6 m/s 16.1 → 2.0 but at 1e-8 m/s 1.12 →
     /// 1.73; with the smoothing sweeps (and one headroom iteration) the pyramid at 1e-8 m/s
     /// takes 0.64 ms.
+    ///
+    /// Why the acceptance level and not the tolerance: at a tolerance looser than
+    /// `warm_start_accept` a warm start is not accepted at the tolerance, so a solve that stopped
+    /// near it left every next step to iterate again, and a loose tolerance was slower than a
+    /// tight one on a resting scene. At 1e-4 m/s (steps 30–150, median ms a step, aiming at the
+    /// tolerance → at the acceptance level): the 210-box pyramid 2.7 → 0.42, the ten-box stack
+    /// 0.014 either way; at 1e-6 m/s 0.59 → 0.41; at 1e-2 m/s the stack 0.031 → 0.014.
     pub headroom: f64,
-    /// Most outer iterations spent on `headroom` after the tolerance is reached. Each costs a
-    /// Newton step (about 1 ms on the 210-box pyramid) also in a solve whose next warm start is
-    /// far off anyway: one instead of two took a pyramid warm-started 1% off from 6.6 to 5.7 ms
-    /// and left the long runs as they were (steps 30–600 at 1e-8 m/s: pyramid 0.85 → 0.78 ms,
-    /// 100 stacks and the ten-box stack unchanged at 0 Newton iterations).
+    /// Most outer iterations spent on `headroom` after the tolerance is reached, plus two for each
+    /// decade the tolerance lies above `warm_start_accept` if the solve reached the tolerance
+    /// within a few outer iterations (a resting scene's); at 1e-4 m/s one a decade left the
+    /// 210-box pyramid at 2.6 ms a step, two took it to 0.38. Each costs a Newton step (about
+    /// 1 ms on the 210-box pyramid) also in a solve whose next warm start is far off anyway: one
+    /// instead of two took a pyramid warm-started 1% off from 6.6 to 5.7 ms and left the long
+    /// runs as they were (steps 30–600 at 1e-8 m/s: pyramid 0.85 → 0.78 ms, 100 stacks and the
+    /// ten-box stack unchanged at 0 Newton iterations).
     pub headroom_iterations: u32,
     /// Most augmented-Lagrangian (outer) iterations per solve.
     pub max_outer_iterations: u32,
@@ -117,12 +129,13 @@ pub struct SolverSettings {
     /// After a solve that iterated and converged, move its impulses, along the directions that
     /// change no velocity, to the admissible ones nearest the start (the warm start, or zero when
     /// cold), keeping the move only if the residuals stay within the tolerance and within twice
-    /// the answer's or `tolerance × headroom`. On a statically indeterminate island (a box on
-    /// four corners, a pyramid) the velocities fix the loads only up to such directions, and
-    /// without this the answer among them depends on the solver's path: on a 10-row pyramid
-    /// warm-started 5% off, the outer loop and the polish after one outer iteration ended 0.039
-    /// N·s apart, and 4e-7 N·s apart with it. For a robot reading contact forces off a grasp or a
-    /// stance. Costs one to six factorizations of the Newton matrix per such solve.
+    /// the answer's or [`headroom_target`](Self::headroom_target). On a statically
+    /// indeterminate island (a box on four corners, a pyramid) the velocities fix the loads only
+    /// up to such directions, and without this the answer among them depends on the solver's
+    /// path: on a 10-row pyramid warm-started 5% off, the outer loop and the polish after one
+    /// outer iteration ended 0.039 N·s apart, and 4e-7 N·s apart with it. For a robot reading
+    /// contact forces off a grasp or a stance. Costs one to six factorizations of the Newton
+    /// matrix per such solve.
     ///
     /// Off by default: it changes the next step's warm start, and on four poured sphere pens
     /// (steps 60–240) that left more steps unconverged, 130 against 82 (one chaotic trajectory
@@ -135,7 +148,25 @@ pub struct SolverSettings {
     pub record_trace: bool,
 }
 
+/// Most decades of tolerance above `warm_start_accept` that earn extra headroom iterations.
+const MAX_HEADROOM_DECADES: f64 = 16.0;
+
 impl SolverSettings {
+    /// The residual a solve that had to iterate aims for once within the tolerance (see
+    /// [`headroom`](Self::headroom)), m/s.
+    pub fn headroom_target(&self) -> f64 {
+        self.tolerance.min(self.warm_start_accept) * self.headroom
+    }
+
+    /// Most outer iterations spent on the headroom by a solve that reached the tolerance within a
+    /// few outer iterations (see [`headroom_iterations`](Self::headroom_iterations)); a longer
+    /// solve spends at most `headroom_iterations`.
+    pub fn headroom_budget(&self) -> u32 {
+        let decades = (self.tolerance / self.warm_start_accept).log10().ceil();
+        // NaN (a NaN setting) falls to zero.
+        self.headroom_iterations + 2 * decades.clamp(0.0, MAX_HEADROOM_DECADES) as u32
+    }
+
     /// A contact's normal bias `e_n` for signed gap `gap` (m) over a step `dt` (s), before
     /// restitution, m/s: `gap/dt` when open (the gap may close within the step, no further),
     /// `erp·gap/dt` capped at `max_push_out_speed` when penetrating (design note §1).
