@@ -31,9 +31,9 @@ pub struct SolverSettings {
     /// Fraction of the warm-start acceptance level, `min(tolerance, warm_start_accept)`, that a
     /// solve that had to iterate aims for once it is within the tolerance, in (0, 1]; 1 turns the
     /// headroom off at tolerances up to `warm_start_accept`. It takes at most
-    /// [`headroom_iterations`](Self::headroom_iterations) more outer iterations, and only while
-    /// each costs at most one Newton step, so a solve whose active set is still moving stops at
-    /// the tolerance as before.
+    /// [`headroom_budget`](Self::headroom_budget) more outer iterations, and only while each
+    /// costs at most one Newton step, so a solve whose active set is still moving stops at the
+    /// tolerance as before.
     ///
     /// Why: a resting scene solved just to the tolerance leaves the next step's warm start (the
     /// same impulses, re-applied to velocities they have already corrected) just outside it, so
@@ -46,9 +46,9 @@ pub struct SolverSettings {
     /// Why the acceptance level and not the tolerance: at a tolerance looser than
     /// `warm_start_accept` a warm start is not accepted at the tolerance, so a solve that stopped
     /// near it left every next step to iterate again, and a loose tolerance was slower than a
-    /// tight one on a resting scene. At 1e-4 m/s (steps 30–150, median ms a step, aiming at the
-    /// tolerance → at the acceptance level): the 210-box pyramid 2.7 → 0.42, the ten-box stack
-    /// 0.014 either way; at 1e-6 m/s 0.59 → 0.41; at 1e-2 m/s the stack 0.031 → 0.014.
+    /// tight one on a resting scene. Steps 30–150 through the plugin, median ms a step, aiming at
+    /// the tolerance → at the acceptance level: the 210-box pyramid at 1e-4 m/s 2.7 → 0.37, at
+    /// 1e-6 m/s 0.59 → 0.37; the ten-box stack at 1e-2 m/s 0.031 → 0.012.
     pub headroom: f64,
     /// Most outer iterations spent on `headroom` after the tolerance is reached, plus two for each
     /// decade the tolerance lies above `warm_start_accept` if the solve reached the tolerance
