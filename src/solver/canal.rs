@@ -264,7 +264,7 @@ impl Solver {
         // A warm start is accepted as it is only within `warm_start_accept` too: see there why a
         // loose tolerance must not let a resting scene creep.
         let accept = if warm_started {
-            settings.tolerance.min(settings.warm_start_accept)
+            settings.warm_start_level()
         } else {
             settings.tolerance
         };

@@ -155,7 +155,13 @@ impl SolverSettings {
     /// The residual a solve that had to iterate aims for once within the tolerance (see
     /// [`headroom`](Self::headroom)), m/s.
     pub fn headroom_target(&self) -> f64 {
-        self.tolerance.min(self.warm_start_accept) * self.headroom
+        self.warm_start_level() * self.headroom
+    }
+
+    /// The residual within which a warm start is accepted without iterating,
+    /// `min(tolerance, warm_start_accept)`, m/s.
+    pub(crate) fn warm_start_level(&self) -> f64 {
+        self.tolerance.min(self.warm_start_accept)
     }
 
     /// Most outer iterations spent on the headroom by a solve that reached the tolerance within a
