@@ -328,6 +328,68 @@ fn warm_start_from_the_solution_is_accepted_without_iterating() {
     assert_eq!(far_first.penalty, first.initial_penalty, "{far_first:?}");
 }
 
+/// A settled ten-box stack that arrives sinking at `speed` m/s (a creep its accepted warm starts
+/// let build up, or a gentle landing) is stopped by the step; the impulse that stops it is not
+/// the one to warm-start the next step with. The next step is solved from the end-of-step
+/// velocities: warm-started with the impulses that hold them (`Solution::warm_impulses`) it is
+/// accepted at once, warm-started with the stopping impulses it would push the stack back up at
+/// `speed` and has to iterate again. On the 210-box pyramid that repetition kept half the steps
+/// iterating beyond step 630.
+#[test]
+fn the_next_warm_start_holds_the_bodies_instead_of_stopping_them_again() {
+    let speed = 1e-4;
+    let settled = scenes::box_stack(10, 1.0, 0.5, DT);
+    let (exact, held, _) = solve(&settled, tight());
+    assert!(exact.converged, "{exact:?}");
+    let mut arriving = warm_started(&settled, &held);
+    for body in &mut arriving.bodies {
+        body.linear_velocity = DVec3::new(0.0, -speed, 0.0);
+    }
+    let (report, stopped, mut solver) = solve(&arriving, SolverSettings::default());
+    assert!(report.converged && report.newton_iterations >= 1, "{report:?}");
+    let weight = scenes::weight_impulse(&settled);
+    let stopping = 10.0 * 1.0 * speed;
+    let ground = |impulses: &[DVec3]| -> f64 {
+        settled
+            .contacts
+            .iter()
+            .zip(impulses)
+            .filter(|(c, _)| c.body2 == ContactSide::STATIC)
+            .map(|(_, i)| i.y)
+            .sum()
+    };
+    let applied: Vec<DVec3> = stopped.impulses.iter().map(|i| i.world).collect();
+    println!(
+        "ground impulse: applied {:.9}, warm {:.9}, weight × dt {weight:.9} N·s",
+        ground(&applied),
+        ground(&stopped.warm_impulses)
+    );
+    assert!((ground(&applied) - weight - stopping).abs() < 1e-9 * weight);
+    assert!(
+        (ground(&stopped.warm_impulses) - weight).abs() < 1e-3 * stopping,
+        "the warm impulses still carry {:e} N·s of the stop",
+        ground(&stopped.warm_impulses) - weight
+    );
+
+    let mut next = warm_started(&arriving, &stopped);
+    for (body, v) in next.bodies.iter_mut().zip(&stopped.velocities) {
+        body.linear_velocity = v.linear;
+        body.angular_velocity = v.angular;
+    }
+    let report = solver.solve(&next, &mut Solution::default());
+    assert!(report.warm_start_accepted && report.outer_iterations == 0, "{report:?}");
+
+    for (contact, impulse) in next.contacts.iter_mut().zip(&stopped.impulses) {
+        contact.warm_impulse = Some(impulse.world);
+    }
+    let report = solver.solve(&next, &mut Solution::default());
+    println!("warm-started with the stopping impulses: {report:?}");
+    assert!(
+        !report.warm_start_accepted && report.outer_iterations >= 1,
+        "{report:?}"
+    );
+}
+
 /// A ten-row pyramid solved to 1e-10 m/s, and the problem warm-started from its impulses with
 /// uneven relative errors of `scale` × (2, −1, 0.5): what a step of drift leaves (a uniform
 /// scaling would be the slowest mode for Gauss–Seidel). Also returns the exact solution.

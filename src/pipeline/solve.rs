@@ -249,7 +249,9 @@ pub(crate) fn solve(
         for (k, &(j, _)) in island.joint_blocks.iter().enumerate() {
             let (constraint, impulse) = (&island.problem.constraints[k], island.solution.constraint_impulses[k]);
             super::joints::accumulate(&mut world.joints[j], constraint, impulse);
-            world.joint_warm.insert(constraint.id, impulse);
+            world
+                .joint_warm
+                .insert(constraint.id, island.solution.warm_constraint_impulses[k]);
         }
     }
     std::mem::swap(&mut world.impacts, &mut world.impacts_next);

@@ -13,6 +13,7 @@ use super::anderson::Anderson;
 use super::assembly::{Assembled, Source};
 use super::cone::Cone;
 use super::distribution::Distribution;
+use super::holding::{Answer, Holding};
 use super::newton::{NewtonCounts, NewtonSolver, NewtonTrace, Surrogate};
 use super::polish::Polish;
 use super::problem::StepProblem;
@@ -122,6 +123,11 @@ pub struct Solver {
     /// The first run's start impulses, and the stage that moves the answer towards them.
     start_lambda: Vec<Vector3<f64>>,
     distribution: Distribution,
+    /// Whether this solve began from a warm start within `warm_penalty_max_residual`.
+    near_start: bool,
+    /// The impulses that hold the answer's velocities, valid when `held`.
+    holding: Holding,
+    held: bool,
 }
 
 impl Solver {
@@ -149,6 +155,7 @@ impl Solver {
         let start = Instant::now();
         self.newton.trace.clear();
         self.outer_trace.clear();
+        self.near_start = false;
         let settings = self.settings;
         let mut report = match self.asm.assemble(problem, &settings, &mut self.v) {
             Ok(()) => self.iterate(problem, &settings),
@@ -171,6 +178,22 @@ impl Solver {
             &mut self.scratch,
             &mut self.scratch2,
         );
+        self.held = self.near_start
+            && report.converged
+            && report.newton_iterations > 0
+            && report.polish_iterations == 0
+            && report.retries == 0
+            && report.distribution_solves == 0;
+        if self.held {
+            let answer = Answer {
+                start: &problem.bodies,
+                v: &self.best_v,
+                lambda: &self.best_lambda,
+            };
+            self.held = self
+                .holding
+                .guess(&self.asm, &mut self.newton.system, &answer, settings.headroom_target());
+        }
         self.write_solution(problem, solution);
         report.time = start.elapsed();
         report
@@ -260,6 +283,7 @@ impl Solver {
             ..Default::default()
         };
         let initial = contact_residuals(&self.asm, &self.v, &self.lambda);
+        self.near_start = warm_started && initial.worst() <= settings.warm_penalty_max_residual;
         self.keep_best();
         // A warm start is accepted as it is only within `warm_start_accept` too: see there why a
         // loose tolerance must not let a resting scene creep.
@@ -744,26 +768,33 @@ impl Solver {
                 angular: DVec3::new(v[3], v[4], v[5]),
             }
         }));
+        let (nc, nk) = (problem.contacts.len(), problem.constraints.len());
         solution.impulses.clear();
-        solution
-            .impulses
-            .resize(problem.contacts.len(), ContactImpulse::default());
+        solution.impulses.resize(nc, ContactImpulse::default());
         solution.constraint_impulses.clear();
-        solution
-            .constraint_impulses
-            .resize(problem.constraints.len(), DVec3::ZERO);
+        solution.constraint_impulses.resize(nk, DVec3::ZERO);
+        solution.warm_impulses.clear();
+        solution.warm_impulses.resize(nc, DVec3::ZERO);
+        solution.warm_constraint_impulses.clear();
+        solution.warm_constraint_impulses.resize(nk, DVec3::ZERO);
         for (c, contact) in self.asm.contacts.iter().enumerate() {
             let l = self.best_lambda[c];
+            let warm = if self.held { self.holding.held[c] } else { l };
             match contact.source {
                 Source::Contact(i) => {
-                    let [n, t1, t2] = contact.frame;
+                    let world =
+                        |l: Vector3<f64>| contact.frame[0] * l.x + contact.frame[1] * l.y + contact.frame[2] * l.z;
                     solution.impulses[i] = ContactImpulse {
                         normal: l.x,
                         tangent: [l.y, l.z],
-                        world: n * l.x + t1 * l.y + t2 * l.z,
+                        world: world(l),
                     };
+                    solution.warm_impulses[i] = world(warm);
                 }
-                Source::Constraint(i) => solution.constraint_impulses[i] = DVec3::new(l.x, l.y, l.z),
+                Source::Constraint(i) => {
+                    solution.constraint_impulses[i] = DVec3::new(l.x, l.y, l.z);
+                    solution.warm_constraint_impulses[i] = DVec3::new(warm.x, warm.y, warm.z);
+                }
             }
         }
     }
@@ -784,5 +815,11 @@ fn write_unsolved(problem: &StepProblem, solution: &mut Solution) {
     solution.constraint_impulses.clear();
     solution
         .constraint_impulses
+        .resize(problem.constraints.len(), DVec3::ZERO);
+    solution.warm_impulses.clear();
+    solution.warm_impulses.resize(problem.contacts.len(), DVec3::ZERO);
+    solution.warm_constraint_impulses.clear();
+    solution
+        .warm_constraint_impulses
         .resize(problem.constraints.len(), DVec3::ZERO);
 }

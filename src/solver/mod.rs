@@ -15,6 +15,7 @@ mod assembly;
 mod canal;
 pub mod cone;
 mod distribution;
+mod holding;
 mod line_search;
 mod linear;
 mod newton;

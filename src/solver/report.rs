@@ -137,4 +137,11 @@ pub struct Solution {
     /// Per [`SolverConstraint`](super::SolverConstraint): the impulse of each of its rows, N·s on
     /// linear rows, N·m·s on angular rows (unused rows 0).
     pub constraint_impulses: Vec<DVec3>,
+    /// Per contact, the world impulse to warm-start the next step with: `impulses`, less the part
+    /// that stopped the velocities this step began with where the solve can tell it (a solve that
+    /// iterated from a near warm start; see the solver's `holding` stage), else the same.
+    pub warm_impulses: Vec<DVec3>,
+    /// Per [`SolverConstraint`](super::SolverConstraint), the row impulses to warm-start the next
+    /// step with, as `warm_impulses` is for contacts.
+    pub warm_constraint_impulses: Vec<DVec3>,
 }

@@ -94,7 +94,9 @@ pub struct SolverSettings {
     /// pen's warm starts, with spheres still landing, leave 0.05–3 m/s. On three sets of 60
     /// captured pen steps, starting these far warm starts at κ₀ = 10 took 15.9k, 13.5k and 21.7k
     /// Newton iterations where κ₀ = 300 took 20.0k, 22.0k and 29.5k, and left 1, 0 and 4 steps
-    /// above the tolerance where that left 1, 1 and 3.
+    /// above the tolerance where that left 1, 1 and 3. A solve that began within it also hands
+    /// the next step the impulses that hold its end velocities
+    /// ([`Solution::warm_impulses`](super::Solution::warm_impulses)).
     pub warm_penalty_max_residual: f64,
     /// Largest κ the penalty rule may reach.
     pub max_penalty: f64,

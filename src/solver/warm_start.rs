@@ -117,17 +117,19 @@ impl WarmStartCache {
         }
     }
 
-    /// Records this step's impulses for the next step (call once per island).
+    /// Records this step's warm impulses ([`Solution::warm_impulses`], or the impulses where a
+    /// solution has none) for the next step (call once per island).
     pub fn record(&mut self, contacts: &[SolverContact], solution: &Solution) {
         self.next.extend(
             contacts
                 .iter()
                 .zip(&solution.impulses)
-                .map(|(contact, impulse)| Remembered {
+                .enumerate()
+                .map(|(k, (contact, impulse))| Remembered {
                     manifold: contact.manifold,
                     id: contact.id,
                     point: contact.point,
-                    impulse: impulse.world,
+                    impulse: solution.warm_impulses.get(k).copied().unwrap_or(impulse.world),
                     claimed: false,
                 }),
         );

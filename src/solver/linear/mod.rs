@@ -82,6 +82,11 @@ impl NewtonSystem {
         }
     }
 
+    /// The weights of the factorization held, if one is held.
+    pub fn factored_weights(&self) -> Option<&[Matrix3<f64>]> {
+        (!self.factored.is_empty()).then_some(&self.factored[..])
+    }
+
     pub fn kind(&self) -> LinearSolverKind {
         self.kind
     }
