@@ -435,7 +435,6 @@ fn a_near_miss_warm_start_is_smoothed_without_newton() {
         "{report:?}"
     );
     assert_eq!(report.smoothing_sweeps, settings.smoothing_sweeps);
-    assert!(report.dynamics_residual < 1e-12, "{report:?}");
     for (a, b) in smoothed.velocities.iter().zip(&solution.velocities) {
         assert!((a.linear - b.linear).length() < 1e-7, "{a:?} vs {b:?}");
     }

@@ -171,13 +171,19 @@ impl Solver {
                 };
             }
         };
-        report.dynamics_residual = dynamics_residual(
-            &self.asm,
-            &self.best_v,
-            &self.best_lambda,
-            &mut self.scratch,
-            &mut self.scratch2,
-        );
+        // An accepted warm start's velocities were computed from its impulses by the same
+        // `velocities_for` the residual would call again: it is zero by construction.
+        report.dynamics_residual = if report.warm_start_accepted {
+            0.0
+        } else {
+            dynamics_residual(
+                &self.asm,
+                &self.best_v,
+                &self.best_lambda,
+                &mut self.scratch,
+                &mut self.scratch2,
+            )
+        };
         self.held = self.near_start
             && report.converged
             && report.newton_iterations > 0

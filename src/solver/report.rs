@@ -67,7 +67,8 @@ pub struct SolveReport {
     /// Worst contact's distance of the shifted velocity from the dual cone, m/s (design note §4).
     pub feasibility_residual: f64,
     /// `‖A⁻¹(A v − b − Jᵀλ)‖∞`: how far the returned velocities and impulses are from satisfying
-    /// the discrete dynamics, m/s.
+    /// the discrete dynamics, m/s. Zero for an accepted warm start, whose velocities are computed
+    /// from its impulses.
     pub dynamics_residual: f64,
     /// Both residuals reached the tolerance.
     pub converged: bool,
