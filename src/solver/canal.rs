@@ -123,8 +123,6 @@ pub struct Solver {
     /// The first run's start impulses, and the stage that moves the answer towards them.
     start_lambda: Vec<Vector3<f64>>,
     distribution: Distribution,
-    /// Whether this solve began from a warm start within `warm_penalty_max_residual`.
-    near_start: bool,
     /// The impulses that hold the answer's velocities, valid when `held`.
     holding: Holding,
     held: bool,
@@ -155,7 +153,7 @@ impl Solver {
         let start = Instant::now();
         self.newton.trace.clear();
         self.outer_trace.clear();
-        self.near_start = false;
+        self.held = false;
         let settings = self.settings;
         let mut report = match self.asm.assemble(problem, &settings, &mut self.v) {
             Ok(()) => self.iterate(problem, &settings),
@@ -184,22 +182,6 @@ impl Solver {
                 &mut self.scratch2,
             )
         };
-        self.held = self.near_start
-            && report.converged
-            && report.newton_iterations > 0
-            && report.polish_iterations == 0
-            && report.retries == 0
-            && report.distribution_solves == 0;
-        if self.held {
-            let answer = Answer {
-                start: &problem.bodies,
-                v: &self.best_v,
-                lambda: &self.best_lambda,
-            };
-            self.held = self
-                .holding
-                .guess(&self.asm, &mut self.newton.system, &answer, settings.headroom_target());
-        }
         self.write_solution(problem, solution);
         report.time = start.elapsed();
         report
@@ -289,7 +271,9 @@ impl Solver {
             ..Default::default()
         };
         let initial = contact_residuals(&self.asm, &self.v, &self.lambda);
-        self.near_start = warm_started && initial.worst() <= settings.warm_penalty_max_residual;
+        // Near its answer: the first penalty can be stiff, and the answer's holding impulses
+        // follow by linearization.
+        let near = warm_started && initial.worst() <= settings.warm_penalty_max_residual;
         self.keep_best();
         // A warm start is accepted as it is only within `warm_start_accept` too: see there why a
         // loose tolerance must not let a resting scene creep.
@@ -313,7 +297,7 @@ impl Solver {
         self.resize_outer();
         self.newton.system.prepare(&self.asm, settings.dense_max_bodies);
         report.linear_solver = self.newton.system.kind();
-        let first_penalty = if warm_started && initial.worst() <= settings.warm_penalty_max_residual {
+        let first_penalty = if near {
             settings.warm_initial_penalty
         } else {
             settings.initial_penalty
@@ -323,7 +307,25 @@ impl Solver {
         if settings.nearest_impulses && failure.is_none() && best.within(settings.tolerance) {
             best = self.move_to_nearest(best, settings, &mut report);
         }
-        self.finish(report, best, failure)
+        let report = self.finish(report, best, failure);
+        // Not after the polish, a retry or the move to the nearest loads: the factorization held
+        // is then not the one the answer settled with.
+        self.held = near
+            && report.converged
+            && report.polish_iterations == 0
+            && report.retries == 0
+            && report.distribution_solves == 0
+            && self.holding.guess(
+                &self.asm,
+                &mut self.newton.system,
+                &Answer {
+                    start: &problem.bodies,
+                    v: &self.best_v,
+                    lambda: &self.best_lambda,
+                },
+                settings.headroom_target(),
+            );
+        report
     }
 
     /// While the best answer so far spent a run's budget and is above `tolerance × retry_above`,

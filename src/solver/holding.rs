@@ -82,10 +82,8 @@ impl Holding {
             let (l, w) = (body.linear_velocity, body.angular_velocity);
             let change = answer.v.fixed_rows::<6>(6 * i) - Vector6::new(l.x, l.y, l.z, w.x, w.y, w.z);
             self.drift.fixed_rows_mut::<6>(6 * i).copy_from(&change);
-            self.momentum
-                .fixed_rows_mut::<6>(6 * i)
-                .copy_from(&asm.apply_block(i, &change));
         }
+        asm.apply_a(&self.drift, &mut self.momentum);
         let nc = answer.lambda.len();
         self.lambda.clear();
         self.lambda.extend_from_slice(answer.lambda);
