@@ -26,30 +26,35 @@ impl ContactResiduals {
 
 /// `rᵢ = ‖λᵢ − Π(λᵢ − mᵢ(wᵢ + δᵢ))‖ / mᵢ` and `‖Π_K(−(wᵢ + δᵢ))‖`, worst over contacts, where
 /// `velocity(i)` gives the unshifted `wᵢ = Jᵢ v + eᵢ`. A non-finite value anywhere reports as
-/// infinite.
+/// infinite. The worst squares are kept and rooted once: every step computes these for every
+/// contact, and the per-contact roots and divisions were a sixth of an accepted warm start.
 fn worst_residuals(
     asm: &Assembled,
     lambda: &[Vector3<f64>],
     velocity: impl Fn(usize) -> Vector3<f64>,
 ) -> ContactResiduals {
-    let mut worst = ContactResiduals::default();
+    let (mut ncp, mut feasibility) = (0.0_f64, 0.0_f64);
+    let mut finite = true;
     for (c, l) in lambda.iter().enumerate() {
         let contact = &asm.contacts[c];
         let y = contact.cone.shifted(&velocity(c));
-        let ncp = (l - contact.cone.update(&(l - contact.mass * y), contact.mass)).norm() / contact.mass;
-        let feasibility = contact.cone.violation(&y);
-        worst.ncp = if ncp.is_nan() {
-            f64::INFINITY
-        } else {
-            worst.ncp.max(ncp)
-        };
-        worst.feasibility = if feasibility.is_nan() {
-            f64::INFINITY
-        } else {
-            worst.feasibility.max(feasibility)
+        let step = l - contact.cone.update(&(l - contact.mass * y), contact.mass);
+        let ncp_squared = step.norm_squared() / (contact.mass * contact.mass);
+        let feasibility_squared = contact.cone.violation_squared(&y);
+        finite &= !(ncp_squared.is_nan() || feasibility_squared.is_nan());
+        ncp = ncp.max(ncp_squared);
+        feasibility = feasibility.max(feasibility_squared);
+    }
+    if !finite {
+        return ContactResiduals {
+            ncp: f64::INFINITY,
+            feasibility: f64::INFINITY,
         };
     }
-    worst
+    ContactResiduals {
+        ncp: ncp.sqrt(),
+        feasibility: feasibility.sqrt(),
+    }
 }
 
 /// The residuals at body velocities `v`.
