@@ -30,6 +30,12 @@ pub struct PhysicsSettings {
     pub contact_margin: f32,
     /// Solve islands on Bevy's compute task pool. The results are the same as in serial.
     pub parallel_islands: bool,
+    /// With `parallel_islands`, the least total solve time of the last step's islands at which
+    /// this step's are solved in parallel (default 0.5 ms). Below it, waking the pool's threads
+    /// costs more than they save: on two cores, 100 resting three-box stacks took 0.22 ms a step
+    /// in the solve stage in parallel and 0.19 ms in order, while four pens of 36 poured balls
+    /// took 38 ms a step in parallel and 56 ms in order.
+    pub parallel_min_work: Duration,
 }
 
 impl Default for PhysicsSettings {
@@ -38,6 +44,7 @@ impl Default for PhysicsSettings {
             solver: SolverSettings::default(),
             contact_margin: 0.02,
             parallel_islands: true,
+            parallel_min_work: Duration::from_micros(500),
         }
     }
 }

@@ -391,6 +391,8 @@ fn parallel_islands_give_the_serial_result() {
         let mut app = app(60.0);
         app.insert_resource(PhysicsSettings {
             parallel_islands: parallel,
+            // In parallel every step, however little work its islands are.
+            parallel_min_work: std::time::Duration::ZERO,
             ..Default::default()
         });
         ground(&mut app, 40.0, 0.5);

@@ -2,11 +2,12 @@
 //!
 //! Owns the translation from simulation bodies and generated contacts into one
 //! [`StepProblem`] per island, the warm-start cache, and running the islands (in parallel on
-//! Bevy's compute task pool, or in order: the results are identical, each island being solved
-//! by its own solver from its own data). Does not move bodies: integration reads the solutions.
+//! Bevy's compute task pool when the last step's took long enough, else in order: the results are
+//! identical, each island being solved by its own solver from its own data). Does not move
+//! bodies: integration reads the solutions.
 
 use bevy_platform::collections::HashMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bevy_ecs::prelude::*;
 use bevy_math::DVec3;
@@ -213,10 +214,12 @@ pub(crate) fn solve(
     }
 
     let islands = &mut world.islands[..count];
+    // The last step's solve times (of whatever islands had these slots) estimate this step's work.
+    let last_work: Duration = islands.iter().map(|island| island.report.time).sum();
     let run = |island: &mut IslandSolver| {
         island.report = island.solver.solve(&island.problem, &mut island.solution);
     };
-    if settings.parallel_islands && islands.len() > 1 {
+    if settings.parallel_islands && islands.len() > 1 && last_work >= settings.parallel_min_work {
         ComputeTaskPool::get_or_init(TaskPool::default).scope(|scope| {
             for island in islands.iter_mut() {
                 scope.spawn(async move { run(island) });
