@@ -282,6 +282,17 @@ fn warm_started(problem: &StepProblem, solution: &Solution) -> StepProblem {
     warm
 }
 
+/// `settled` warm-started with its own tight solution, every body arriving sinking at `speed` m/s.
+fn arriving_sinking(settled: &StepProblem, speed: f64) -> StepProblem {
+    let (exact, held, _) = solve(settled, tight());
+    assert!(exact.converged, "{exact:?}");
+    let mut arriving = warm_started(settled, &held);
+    for body in &mut arriving.bodies {
+        body.linear_velocity = DVec3::new(0.0, -speed, 0.0);
+    }
+    arriving
+}
+
 #[test]
 fn warm_start_from_the_solution_is_accepted_without_iterating() {
     let problem = scenes::box_pyramid(10, 0.5, DT);
@@ -339,12 +350,7 @@ fn warm_start_from_the_solution_is_accepted_without_iterating() {
 fn the_next_warm_start_holds_the_bodies_instead_of_stopping_them_again() {
     let speed = 1e-4;
     let settled = scenes::box_stack(10, 1.0, 0.5, DT);
-    let (exact, held, _) = solve(&settled, tight());
-    assert!(exact.converged, "{exact:?}");
-    let mut arriving = warm_started(&settled, &held);
-    for body in &mut arriving.bodies {
-        body.linear_velocity = DVec3::new(0.0, -speed, 0.0);
-    }
+    let arriving = arriving_sinking(&settled, speed);
     let (report, stopped, mut solver) = solve(&arriving, SolverSettings::default());
     assert!(report.converged && report.newton_iterations >= 1, "{report:?}");
     let weight = scenes::weight_impulse(&settled);
@@ -387,6 +393,25 @@ fn the_next_warm_start_holds_the_bodies_instead_of_stopping_them_again() {
     assert!(
         !report.warm_start_accepted && report.outer_iterations >= 1,
         "{report:?}"
+    );
+}
+
+#[test]
+fn a_resting_solve_goes_on_to_the_headroom_target() {
+    // A settled pyramid whose bodies arrive sinking slightly: its solve starts near its answer,
+    // settles within a few outer iterations with every contact sticking, and goes on to the
+    // headroom target, so that the impulses it hands the next step hold for many steps. (With
+    // one headroom iteration, as for any other solve, it stopped at 4.7e-10 m/s.)
+    let arriving = arriving_sinking(&scenes::box_pyramid(20, 0.5, DT), 1e-6);
+    let settings = SolverSettings::default();
+    let (report, _, _) = solve(&arriving, settings);
+    println!("{report:?}");
+    assert!(report.converged && report.outer_iterations >= 2, "{report:?}");
+    assert!(
+        report.worst_residual() <= settings.headroom_target(),
+        "stopped at {:e} m/s, above the headroom target {:e}",
+        report.worst_residual(),
+        settings.headroom_target()
     );
 }
 

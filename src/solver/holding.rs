@@ -28,7 +28,7 @@
 //! Owns that guess only. It must not touch the step's own impulses or velocities: they are the
 //! answer, and this is a guess for the next step.
 
-use nalgebra::{DVector, Matrix3, Vector3, Vector6};
+use nalgebra::{DVector, Vector3, Vector6};
 
 use super::assembly::Assembled;
 use super::linear::NewtonSystem;
@@ -70,9 +70,8 @@ impl Holding {
     /// `target` m/s. False, leaving it unspecified, if the factorization held does not allow the
     /// guess or the guess is no nearer than `answer.lambda`.
     pub fn guess(&mut self, asm: &Assembled, system: &mut NewtonSystem, answer: &Answer, target: f64) -> bool {
-        match system.factored_weights() {
-            Some(weights) if weights.iter().all(is_diagonal) => {}
-            _ => return false,
+        if !system.factored_diagonal() {
+            return false;
         }
         let dofs = asm.dofs();
         for buffer in [&mut self.momentum, &mut self.drift, &mut self.u, &mut self.scratch] {
@@ -131,9 +130,4 @@ impl Holding {
         self.u += &self.drift;
         contact_residuals(asm, &self.u, &self.lambda).worst()
     }
-}
-
-/// No coupling between a block's rows: each row is held or free on its own.
-fn is_diagonal(weight: &Matrix3<f64>) -> bool {
-    (0..3).all(|r| (0..3).all(|c| r == c || weight[(r, c)] == 0.0))
 }

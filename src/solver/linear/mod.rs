@@ -87,6 +87,16 @@ impl NewtonSystem {
         (!self.factored.is_empty()).then_some(&self.factored[..])
     }
 
+    /// Whether a factorization is held and every block's weight in it is diagonal: no weight
+    /// couples a block's rows, as a sliding contact's does.
+    pub fn factored_diagonal(&self) -> bool {
+        self.factored_weights().is_some_and(|weights| {
+            weights
+                .iter()
+                .all(|w| (0..3).all(|r| (0..3).all(|c| r == c || w[(r, c)] == 0.0)))
+        })
+    }
+
     pub fn kind(&self) -> LinearSolverKind {
         self.kind
     }
