@@ -394,9 +394,9 @@ impl Solver {
 
     /// One run of the outer loop from `(λ, v)` at initial penalty `kappa`, then the polish if the
     /// budget ran out; `near` if it starts from a warm start near its answer (it may then earn
-    /// [`SETTLED_HEADROOM_ITERATIONS`]). `initial` are the residuals of the starting pair, which `best_v`,
-    /// `best_lambda` hold. Adds its counts to `report` and sets its final penalty; returns the best
-    /// residuals and why the run did not converge, if it did not.
+    /// [`SETTLED_HEADROOM_ITERATIONS`]). `initial` are the residuals of the starting pair, which
+    /// `best_v`, `best_lambda` hold. Adds its counts to `report` and sets its final penalty;
+    /// returns the best residuals and why the run did not converge, if it did not.
     fn run(
         &mut self,
         settings: &SolverSettings,
@@ -497,9 +497,10 @@ impl Solver {
                 // start is accepted at, so that the next step's warm start, these impulses
                 // again, is accepted.
                 let cheap = counts.newton - newton_before <= 1;
-                let sticking = near && self.newton.system.factored_diagonal();
+                let system = &self.newton.system;
                 let left = headroom_left.get_or_insert_with(|| {
                     if outer < SETTLED_OUTER_ITERATIONS {
+                        let sticking = near && system.factored_diagonal();
                         settings.headroom_budget() + if sticking { SETTLED_HEADROOM_ITERATIONS } else { 0 }
                     } else {
                         settings.headroom_iterations

@@ -47,9 +47,9 @@ pub enum Cone {
 
 impl Cone {
     /// `Π_K(x)`: the nearest admissible impulse (for a drive, the bound).
-    // Inline, as are `update`, `shift` and `violation_squared`: the residuals and the smoothing sweeps
-    // call them per contact, and as calls the 3-vector went through memory and stalled on store
-    // forwarding. Inlining took a resting pyramid's step from 0.60 to 0.50 ms.
+    // Inline, as are `update`, `shift` and `violation_squared`: the residuals and the smoothing
+    // sweeps call them per contact, and as calls the 3-vector went through memory and stalled on
+    // store forwarding. Inlining took a resting pyramid's step from 0.60 to 0.50 ms.
     #[inline]
     pub fn project(&self, x: &Vector3<f64>) -> Vector3<f64> {
         match *self {
