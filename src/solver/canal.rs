@@ -787,15 +787,7 @@ impl Solver {
                 angular: DVec3::new(v[3], v[4], v[5]),
             }
         }));
-        let (nc, nk) = (problem.contacts.len(), problem.constraints.len());
-        solution.impulses.clear();
-        solution.impulses.resize(nc, ContactImpulse::default());
-        solution.constraint_impulses.clear();
-        solution.constraint_impulses.resize(nk, DVec3::ZERO);
-        solution.warm_impulses.clear();
-        solution.warm_impulses.resize(nc, DVec3::ZERO);
-        solution.warm_constraint_impulses.clear();
-        solution.warm_constraint_impulses.resize(nk, DVec3::ZERO);
+        zero_impulses(problem, solution);
         for (c, contact) in self.asm.contacts.iter().enumerate() {
             let l = self.best_lambda[c];
             let warm = if self.held { self.holding.held[c] } else { l };
@@ -827,18 +819,19 @@ fn write_unsolved(problem: &StepProblem, solution: &mut Solution) {
         linear: finite_or_zero(b.linear_velocity),
         angular: finite_or_zero(b.angular_velocity),
     }));
+    zero_impulses(problem, solution);
+}
+
+/// Sizes the solution's impulse vectors (applied and warm, contacts and constraints) to the
+/// problem, all zero.
+fn zero_impulses(problem: &StepProblem, solution: &mut Solution) {
+    let (nc, nk) = (problem.contacts.len(), problem.constraints.len());
     solution.impulses.clear();
-    solution
-        .impulses
-        .resize(problem.contacts.len(), ContactImpulse::default());
+    solution.impulses.resize(nc, ContactImpulse::default());
     solution.constraint_impulses.clear();
-    solution
-        .constraint_impulses
-        .resize(problem.constraints.len(), DVec3::ZERO);
+    solution.constraint_impulses.resize(nk, DVec3::ZERO);
     solution.warm_impulses.clear();
-    solution.warm_impulses.resize(problem.contacts.len(), DVec3::ZERO);
+    solution.warm_impulses.resize(nc, DVec3::ZERO);
     solution.warm_constraint_impulses.clear();
-    solution
-        .warm_constraint_impulses
-        .resize(problem.constraints.len(), DVec3::ZERO);
+    solution.warm_constraint_impulses.resize(nk, DVec3::ZERO);
 }
