@@ -64,10 +64,17 @@ fn reduce(points: &[TrackedContact<()>]) -> [Option<usize>; MAX_POINTS] {
     let deepest = (0..points.len())
         .min_by(|&a, &b| points[a].dist.total_cmp(&points[b].dist))
         .unwrap_or(0);
+    // Each point's score once: a comparator that scores both sides scored every point twice, and
+    // this was 5% of a ten-box stack's step. Ties go to the last point, as `max_by`'s do.
     let farthest = |score: &dyn Fn(Vec3) -> f32| {
-        (0..points.len())
-            .max_by(|&a, &b| score(p(a)).total_cmp(&score(p(b))))
-            .unwrap_or(0)
+        let mut best = (0, f32::NEG_INFINITY);
+        for i in 0..points.len() {
+            let s = score(p(i));
+            if s.total_cmp(&best.1).is_ge() {
+                best = (i, s);
+            }
+        }
+        best.0
     };
     let second = farthest(&|x| (x - p(deepest)).length_squared());
     let axis = (p(second) - p(deepest)).normalize_or_zero();
@@ -75,11 +82,12 @@ fn reduce(points: &[TrackedContact<()>]) -> [Option<usize>; MAX_POINTS] {
         let d = x - p(deepest);
         (d - axis * d.dot(axis)).length_squared()
     });
+    let (a, b, c) = (p(deepest), p(second), p(third));
     let fourth = farthest(&|x| {
-        [deepest, second, third]
-            .iter()
-            .map(|&k| (x - p(k)).length_squared())
-            .fold(f32::INFINITY, f32::min)
+        (x - a)
+            .length_squared()
+            .min((x - b).length_squared())
+            .min((x - c).length_squared())
     });
     kept = [Some(deepest), Some(second), Some(third), Some(fourth)];
     kept

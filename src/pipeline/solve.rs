@@ -86,10 +86,24 @@ fn impact_velocity(
     dt: f64,
     contact: &GeneratedContact,
 ) -> Option<f64> {
+    // Most contacts are neither bouncy-speculative nor remembered as struck: they need no
+    // velocities, and computing them first was 4% of a resting ten-box stack's step.
+    let struck = if contact.gap > TOUCHING {
+        if contact.restitution > 0.0 {
+            None
+        } else {
+            return None;
+        }
+    } else {
+        Some(*impacts.get(&contact.id)?)
+    };
     let (b1, b2) = (&bodies[contact.body1], &bodies[contact.body2]);
     let normal_velocity = contact
         .normal
         .dot(b1.point_velocity(contact.point) - b2.point_velocity(contact.point));
+    if let Some(struck) = struck {
+        return Some(struck.min(normal_velocity));
+    }
     let free_change = |b: &SimBody| {
         if b.kind.is_dynamic() {
             b.linear_impulse / b.mass
@@ -98,13 +112,10 @@ fn impact_velocity(
         }
     };
     let free = normal_velocity + contact.normal.dot(free_change(b1) - free_change(b2));
-    if contact.gap > TOUCHING {
-        if contact.restitution > 0.0 && contact.gap + free * dt < 0.0 {
-            impacts_next.insert(contact.id, free);
-        }
-        return None;
+    if contact.gap + free * dt < 0.0 {
+        impacts_next.insert(contact.id, free);
     }
-    impacts.get(&contact.id).map(|&struck| struck.min(normal_velocity))
+    None
 }
 
 pub(crate) fn solve(
