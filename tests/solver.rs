@@ -572,6 +572,30 @@ fn warm_start_keeps_the_load_of_a_manifold_that_lost_a_point() {
 }
 
 #[test]
+fn warm_start_per_island_keeps_the_load_of_a_later_island_that_lost_a_point() {
+    // Two islands recorded one after the other, applied in the same order: the first comes back
+    // unchanged, the second lost its last corner, whose entry lies just past the contacts given.
+    let (first, first_solution, _) = cached_resting_box(|_| 7);
+    let (mut second, second_solution, _) = cached_resting_box(|_| 8);
+    for contact in &mut second.contacts {
+        contact.id += 100;
+    }
+    let mut cache = WarmStartCache::default();
+    cache.record(&first.contacts, &first_solution);
+    cache.record(&second.contacts, &second_solution);
+    cache.finish_step();
+    let (mut first_contacts, mut second_contacts) = (first.contacts.clone(), second.contacts.clone());
+    second_contacts.pop().expect("four corners");
+    cache.apply(&mut first_contacts);
+    cache.apply(&mut second_contacts);
+    for (contact, impulse) in first_contacts.iter().zip(&first_solution.impulses) {
+        assert_eq!(contact.warm_impulse, Some(impulse.world));
+    }
+    let total: DVec3 = second_contacts.iter().filter_map(|c| c.warm_impulse).sum();
+    assert!((total.y + GRAVITY.y * DT).abs() < 1e-9, "{total}");
+}
+
+#[test]
 fn bad_input_returns_finite_unsolved_state() {
     let mut problem = scenes::resting_box(1.0, 0.5, DT);
     problem.bodies[0].mass = -1.0;
