@@ -13,7 +13,7 @@
 
 use nalgebra::{DVector, Vector3, Vector6};
 
-use super::assembly::Assembled;
+use super::assembly::{Assembled, Lever, Source};
 
 /// Step sizes of the sweeps, reused across solves.
 #[derive(Debug, Default)]
@@ -40,7 +40,8 @@ impl Smoother {
                 }
                 lambda[c] = updated;
                 for side in contact.sides.iter().flatten() {
-                    let impulse: Vector6<f64> = side.jac.transpose() * change;
+                    let (linear, angular) = side.transpose_times(&contact.frame, &change);
+                    let impulse = Vector6::new(linear.x, linear.y, linear.z, angular.x, angular.y, angular.z);
                     let mut block = v.fixed_rows_mut::<6>(6 * side.body);
                     block += asm.apply_inverse_block(side.body, &impulse);
                 }
@@ -53,10 +54,22 @@ impl Smoother {
         self.step.extend(asm.contacts.iter().map(|contact| {
             let mut trace = 0.0;
             for side in contact.sides.iter().flatten() {
-                for row in 0..3 {
-                    let j: Vector6<f64> = side.jac.row(row).transpose();
-                    trace += j.dot(&asm.apply_inverse_block(side.body, &j));
-                }
+                trace += match (contact.source, side.lever) {
+                    // A contact's rows are a full orthonormal frame `R`: `Σₖ (r × dₖ)(r × dₖ)ᵀ =
+                    // [r]ₓ R Rᵀ [r]ₓᵀ = |r|² I − r rᵀ`, so the side adds `3/m + |r|² tr(I⁻¹) − rᵀ I⁻¹ r`.
+                    (Source::Contact(_), Lever::Point(r)) => {
+                        let body = &asm.bodies[side.body];
+                        let r = Vector3::new(r.x, r.y, r.z);
+                        3.0 * body.inv_mass + r.norm_squared() * body.inv_inertia.trace()
+                            - r.dot(&(body.inv_inertia * r))
+                    }
+                    _ => (0..3)
+                        .map(|row| {
+                            let j = side.row(&contact.frame, row);
+                            j.dot(&asm.apply_inverse_block(side.body, &j))
+                        })
+                        .sum(),
+                };
             }
             // Joint blocks use fewer than three rows; an all-zero block keeps its impulse.
             if trace > 0.0 { 1.0 / trace } else { 0.0 }

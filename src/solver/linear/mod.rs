@@ -41,19 +41,23 @@ fn assemble_into(h: &mut impl LowerBlocks, asm: &Assembled, weights: &[Matrix3<f
         if w.iter().all(|x| *x == 0.0) {
             continue;
         }
+        let jac = contact.sides.map(|side| side.map(|s| s.matrix(&contact.frame)));
         let mut weighted = [None, None];
         for (k, side) in contact.sides.iter().enumerate() {
-            if let Some(side) = side {
-                weighted[k] = Some(w * side.jac);
-                let block = side.jac.transpose() * weighted[k].unwrap();
-                h.add_block(side.body, side.body, None, &block);
+            if let (Some(side), Some(jac)) = (side, &jac[k]) {
+                let wj = w * jac;
+                h.add_block(side.body, side.body, None, &(jac.transpose() * wj));
+                weighted[k] = Some(wj);
             }
         }
-        if let ([Some(s1), Some(s2)], [Some(w1), Some(w2)]) = (&contact.sides, weighted) {
+        if let ([Some(s1), Some(s2)], [Some(j1), Some(j2)], [Some(w1), Some(w2)]) = (&contact.sides, jac, weighted) {
             // Store the block whose row body is the larger index.
-            let (row, col, wc) = if s1.body > s2.body { (s1, s2, w2) } else { (s2, s1, w1) };
-            let block = row.jac.transpose() * wc;
-            h.add_block(row.body, col.body, contact.pair, &block);
+            let (row, col, jr, wc) = if s1.body > s2.body {
+                (s1, s2, j1, w2)
+            } else {
+                (s2, s1, j2, w1)
+            };
+            h.add_block(row.body, col.body, contact.pair, &(jr.transpose() * wc));
         }
     }
 }
