@@ -1,8 +1,9 @@
 //! Problem assembly: from a [`StepProblem`] to the matrices of design note §1.
 //!
-//! Builds the block-diagonal `A`, the right-hand side `b`, each contact's 3×6 Jacobian blocks, its
-//! bias `e` (speculative gap, capped push-out, restitution, the fixed side's velocity), its
-//! effective normal mass, and the list of body pairs that couple the Newton systems. Joint blocks
+//! Builds the block-diagonal `A`, the right-hand side `b`, each contact's 3×6 Jacobian blocks (as
+//! row directions and lever arms), its bias `e` (speculative gap, capped push-out, restitution,
+//! the fixed side's velocity), its effective normal mass, and the list of body pairs that couple
+//! the Newton systems, and applies `J`, `Jᵀ` and `A⁻¹` for the stages downstream. Joint blocks
 //! become the same kind of 3-row block with their own set `K` (design note §6), so everything
 //! downstream treats contacts and joints alike. Validates the input on the way. Knows nothing of
 //! iterations or factorizations.
