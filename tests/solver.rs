@@ -551,6 +551,12 @@ fn warm_start_matches_by_position_when_manifolds_are_recorded_interleaved() {
     for (contact, impulse) in problem.contacts.iter().zip(remembered) {
         assert_eq!(contact.warm_impulse, Some(impulse));
     }
+    // Same ids, in the recorded order, but the last corner lost: its load still goes on.
+    let (mut problem, _, mut cache) = cached_resting_box(|c| c as u64 % 2);
+    problem.contacts.pop().expect("four corners");
+    cache.apply(&mut problem.contacts);
+    let total: DVec3 = problem.contacts.iter().filter_map(|c| c.warm_impulse).sum();
+    assert!((total.y + GRAVITY.y * DT).abs() < 1e-9, "{total}");
 }
 
 #[test]
