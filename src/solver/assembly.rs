@@ -102,6 +102,9 @@ impl JacobianBlock {
     }
 }
 
+/// A joint block's sides, its row directions and the fixed sides' contribution to `w`.
+type ConstraintSides = ([Option<JacobianBlock>; 2], [DVec3; 3], Vector3<f64>);
+
 /// Where an assembled block came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Source {
@@ -324,12 +327,7 @@ impl Assembled {
     /// A joint block's Jacobian sides, row directions and the fixed sides' contribution to `w`;
     /// `None` when the block is malformed (non-finite or non-unit rows, a missing body, a body
     /// joined to itself).
-    #[allow(clippy::type_complexity)]
-    fn constraint_sides(
-        &self,
-        problem: &StepProblem,
-        constraint: &SolverConstraint,
-    ) -> Option<([Option<JacobianBlock>; 2], [DVec3; 3], Vector3<f64>)> {
+    fn constraint_sides(&self, problem: &StepProblem, constraint: &SolverConstraint) -> Option<ConstraintSides> {
         let (directions, count, anchors) = match constraint.rows {
             ConstraintRows::Linear {
                 anchor1,
