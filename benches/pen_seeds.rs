@@ -8,7 +8,8 @@
 //! prints per trajectory, over steps `FROM`..`STEPS` (default 60..240): the steps not converged,
 //! those above 100× the tolerance (1e-6 m/s), the worst residual, the Newton iterations and the
 //! mean step time; then the sums. Counts are deterministic; times are not. The defaults take
-//! about 20 minutes on two cores.
+//! 35–45 minutes on two cores (their measured steps alone 30–42 minutes in the runs of
+//! 4 December 2026).
 //!
 //! `cargo bench --bench pen_seeds`
 
