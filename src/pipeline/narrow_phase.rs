@@ -1,9 +1,8 @@
 //! Stage 3: contact points for each candidate pair, from parry3d's persistent contact manifolds.
 //!
 //! Owns the per-pair manifold caches (parry reuses them for coherence), the speculative margin,
-//! the reduction of a manifold to at most four points (a box on a plane: its four corners, not a
-//! jittering subset), and the stable id of each point (pair + feature ids) that the solver warm
-//! starts by. Produces [`GeneratedContact`]s; knows nothing of islands or impulses.
+//! the reduction of a manifold to the points that span it (every corner of two boxes' clipped
+//! faces), and the stable id of each point (pair + feature ids) that the solver warm starts by. Produces [`GeneratedContact`]s; knows nothing of islands or impulses.
 
 use bevy_platform::collections::HashMap;
 use std::time::Instant;
@@ -47,49 +46,63 @@ pub(crate) struct NarrowPhase {
     cache: HashMap<(Entity, Entity), PairCache>,
 }
 
-/// Most points kept per manifold.
-const MAX_POINTS: usize = 4;
+/// Most points kept per manifold: all of them when two boxes' faces meet, whose clipped polygon
+/// has up to eight corners (an octagon when the faces are turned 45° to each other). Every corner
+/// is a point the top box can tip onto: kept to four, a box resting on another at an angle rocked
+/// about the edge between two kept corners onto a dropped one, which was found penetrated a step
+/// late and pushed out, and that push kept a heap of 100 boxes rocking for good.
+const MAX_POINTS: usize = 8;
 
-/// Keeps at most four points that span the manifold: the deepest, the one farthest from it, the
-/// one farthest from the line through both, then the one farthest from those three.
+/// Points of a manifold closer together than this fraction of its extent count as one: clipped
+/// against each other, two boxes' coincident faces give every corner twice, and a box turned by
+/// less than about 0.1° on another gives pairs of corners under a millimetre apart per metre.
+const MERGE_FRACTION: f32 = 1e-3;
+
+/// The manifold's points with near-duplicates merged (see [`MERGE_FRACTION`]), in parry's order;
+/// beyond [`MAX_POINTS`], those that span it: the deepest, then each time the one farthest from
+/// all those kept.
 fn reduce(points: &[TrackedContact<()>]) -> [Option<usize>; MAX_POINTS] {
     let mut kept = [None; MAX_POINTS];
-    if points.len() <= MAX_POINTS {
-        for (i, slot) in kept.iter_mut().enumerate().take(points.len()) {
-            *slot = Some(i);
-        }
-        return kept;
-    }
     let p = |i: usize| points[i].local_p1;
     let deepest = (0..points.len())
         .min_by(|&a, &b| points[a].dist.total_cmp(&points[b].dist))
         .unwrap_or(0);
-    // Each point's score once: a comparator that scores both sides scored every point twice, and
-    // this was 5% of a ten-box stack's step. Ties go to the last point, as `max_by`'s do.
-    let farthest = |score: &dyn Fn(Vec3) -> f32| {
-        let mut best = (0, f32::NEG_INFINITY);
+    let extent_squared = (0..points.len())
+        .map(|i| (p(i) - p(deepest)).length_squared())
+        .fold(0.0, f32::max);
+    let merge_squared = MERGE_FRACTION * MERGE_FRACTION * extent_squared;
+    let nearest_kept = |kept: &[Option<usize>], x: Vec3| {
+        kept.iter()
+            .flatten()
+            .map(|&k| (x - p(k)).length_squared())
+            .fold(f32::INFINITY, f32::min)
+    };
+    if points.len() <= MAX_POINTS {
+        let mut count = 0;
         for i in 0..points.len() {
-            let s = score(p(i));
-            if s.total_cmp(&best.1).is_ge() {
-                best = (i, s);
+            if nearest_kept(&kept[..count], p(i)) > merge_squared {
+                kept[count] = Some(i);
+                count += 1;
             }
         }
-        best.0
-    };
-    let second = farthest(&|x| (x - p(deepest)).length_squared());
-    let axis = (p(second) - p(deepest)).normalize_or_zero();
-    let third = farthest(&|x| {
-        let d = x - p(deepest);
-        (d - axis * d.dot(axis)).length_squared()
-    });
-    let (a, b, c) = (p(deepest), p(second), p(third));
-    let fourth = farthest(&|x| {
-        (x - a)
-            .length_squared()
-            .min((x - b).length_squared())
-            .min((x - c).length_squared())
-    });
-    kept = [Some(deepest), Some(second), Some(third), Some(fourth)];
+        return kept;
+    }
+    kept[0] = Some(deepest);
+    for next in 1..MAX_POINTS {
+        // Each point's score once: a comparator that scores both sides scored every point twice,
+        // and this was 5% of a ten-box stack's step. Ties go to the last point, as `max_by`'s do.
+        let mut best = (0, f32::NEG_INFINITY);
+        for i in 0..points.len() {
+            let score = nearest_kept(&kept[..next], p(i));
+            if score.total_cmp(&best.1).is_ge() {
+                best = (i, score);
+            }
+        }
+        if best.1 <= merge_squared {
+            break;
+        }
+        kept[next] = Some(best.0);
+    }
     kept
 }
 
