@@ -9,11 +9,13 @@ use bevy_canal::prelude::*;
 fn main() {
     let mut app = common::app();
     common::ground(&mut app, 40.0);
+    // 1.8 m apart: more than a unit cube's diagonal (1.73 m), so no two start overlapped
+    // whatever their rotations.
     for i in 0..100 {
         let (x, z, y) = (
-            (i % 5) as f32 * 1.3 - 2.6,
-            ((i / 5) % 5) as f32 * 1.3 - 2.6,
-            2.0 + (i / 25) as f32 * 1.5,
+            (i % 5) as f32 * 1.8 - 3.6,
+            ((i / 5) % 5) as f32 * 1.8 - 3.6,
+            2.0 + (i / 25) as f32 * 1.8,
         );
         app.world_mut().spawn((
             RigidBody::Dynamic,
@@ -26,7 +28,7 @@ fn main() {
             )),
         ));
     }
-    common::run(&mut app, 6, |app| {
+    common::run(&mut app, 10, |app| {
         let contacts = app.world().resource::<Contacts>();
         let ground_load: f32 = contacts.pairs.iter().map(|p| p.total_impulse().y.abs()).sum::<f32>();
         format!(
