@@ -2,7 +2,8 @@
 //!
 //! Owns the per-pair manifold caches (parry reuses them for coherence), the speculative margin,
 //! the reduction of a manifold to the points that span it (every corner of two boxes' clipped
-//! faces), and the stable id of each point (pair + feature ids) that the solver warm starts by. Produces [`GeneratedContact`]s; knows nothing of islands or impulses.
+//! faces), and the stable id of each point (pair + feature ids) that the solver warm starts by.
+//! Produces [`GeneratedContact`]s; knows nothing of islands or impulses.
 
 use bevy_platform::collections::HashMap;
 use std::time::Instant;
@@ -89,8 +90,9 @@ fn reduce(points: &[TrackedContact<()>]) -> [Option<usize>; MAX_POINTS] {
     }
     kept[0] = Some(deepest);
     for next in 1..MAX_POINTS {
-        // Each point's score once: a comparator that scores both sides scored every point twice,
-        // and this was 5% of a ten-box stack's step. Ties go to the last point, as `max_by`'s do.
+        // A loop, not `max_by`: a comparator scores both sides, every point twice, which was 5%
+        // of a ten-box stack's step when every manifold came through here. Ties go to the last
+        // point, as `max_by`'s do.
         let mut best = (0, f32::NEG_INFINITY);
         for i in 0..points.len() {
             let score = nearest_kept(&kept[..next], p(i));
