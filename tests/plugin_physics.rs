@@ -62,8 +62,8 @@ fn a_box_resting_on_the_ground_stays_put_for_ten_seconds() {
 
 /// A box set down on another, turned about the vertical, rests on the polygon where their faces
 /// overlap: five or six corners in these cases, its centre of mass 2–18 cm inside. With that
-/// polygon cut to four corners, each of these boxes crept by 4e-6 to 1e-4 m within three seconds
-/// and never settled; with every corner it holds to 1e-8 m.
+/// polygon cut to four corners, each of these boxes crept by 3.7e-6 to 1e-4 m within three
+/// seconds; with every corner it holds to 1e-8 m.
 #[test]
 fn a_box_turned_on_another_rests_on_every_corner_of_their_overlap() {
     let cases = [
