@@ -111,11 +111,12 @@ fn reduce(points: &[TrackedContact<()>]) -> [Option<usize>; MAX_POINTS] {
 }
 
 /// Whether the point where a shape touches moves over its surface as it rolls. parry keeps a
-/// manifold's points fixed on both bodies while the pair has turned by less than 1° since they
-/// were computed (`try_update_contacts`). That is exact for flat faces, whose corners are material
-/// points, but a curved surface touches at another material point as it rolls. A capsule lying
-/// on the ground then touched up to a degree behind its lowest point, and its weight's lever
-/// about that point rolled it ever faster: from round-off at rest to 0.14 m/s within 6 s.
+/// manifold's points fixed on both bodies until the normal has turned by 1° or a point has
+/// drifted by 1 mm since they were computed (`try_update_contacts`). Flat faces touch at corners
+/// and edges that move with the bodies, so for them that stays close; a curved surface touches
+/// at another material point as it rolls, while the old one hardly drifts. A capsule lying on
+/// the ground then touched up to a degree of rolling behind its lowest point, and its weight's
+/// lever about that point rolled it ever faster: from round-off at rest to 0.14 m/s within 6 s.
 fn rolls(shape: &dyn Shape) -> bool {
     match shape.shape_type() {
         ShapeType::Cuboid
