@@ -43,14 +43,7 @@ fn free_fall_is_the_semi_implicit_euler_closed_form() {
 fn a_box_resting_on_the_ground_stays_put_for_ten_seconds() {
     let mut app = app(60.0);
     ground(&mut app, 10.0, 0.5);
-    let cube = app
-        .world_mut()
-        .spawn((
-            RigidBody::Dynamic,
-            Collider::cuboid(1.0, 1.0, 1.0),
-            Transform::from_xyz(0.0, 0.5, 0.0),
-        ))
-        .id();
+    let cube = box_stack(&mut app, 1)[0];
     step(&mut app, 600);
     let state = precise(&app, cube);
     let moved = (state.translation - DVec3::new(0.0, 0.5, 0.0)).length();
@@ -554,4 +547,29 @@ fn changed_shape_and_mass_components_take_effect_the_next_step() {
     near(mass_seen(&mut app), 1.0, "density added");
     app.world_mut().get_mut::<ColliderDensity>(body).unwrap().0 = 3.0;
     near(mass_seen(&mut app), 6.0, "density changed in place");
+}
+
+/// A user who resizes a collider (a power-up, a level editor) expects the body to rest on its
+/// new surface. parry keeps a manifold's points on both shapes while the pair hardly moves, so
+/// without invalidation the resting box kept touching at its old half-size: grown to 2 m it sat
+/// 0.5 m deep in the ground for good, shrunk it would hover.
+#[test]
+fn a_box_whose_collider_is_resized_rests_on_its_new_surface() {
+    let mut app = app(60.0);
+    ground(&mut app, 10.0, 0.5);
+    let cube = box_stack(&mut app, 1)[0];
+    step(&mut app, 30);
+    for size in [2.0_f32, 0.5] {
+        app.world_mut()
+            .entity_mut(cube)
+            .insert(Collider::cuboid(size, size, size));
+        step(&mut app, 90);
+        let height = precise(&app, cube).translation.y;
+        println!("resized to {size} m: centre at {height} m, expected {} m", size / 2.0);
+        assert!(
+            (height - size as f64 / 2.0).abs() < 1e-4,
+            "resized to {size} m: centre at {height} m"
+        );
+        assert!(stats(&app).converged, "{:?}", stats(&app));
+    }
 }

@@ -1,9 +1,9 @@
 //! Stage 3: contact points for each candidate pair, from parry3d's persistent contact manifolds.
 //!
 //! Owns the per-pair manifold caches (parry reuses their points while a pair turns little, except
-//! where a shape rolls), the speculative margin, the reduction of a manifold to the points that
-//! span it (every corner of two boxes' clipped faces), and the stable id of each point (pair +
-//! feature ids) that the solver warm starts by. Produces [`GeneratedContact`]s; knows nothing of
+//! where a shape rolls; dropped when either collider changes), the speculative margin, the
+//! reduction of a manifold to the points that span it (every corner of two boxes' clipped
+//! faces), and the stable id of each point (pair + feature ids) that the solver warm starts by. Produces [`GeneratedContact`]s; knows nothing of
 //! islands or impulses.
 
 use bevy_platform::collections::HashMap;
@@ -204,6 +204,11 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             .entry((body1.entity, body2.entity))
             .or_default();
         cache.seen = true;
+        if body1.collider_changed || body2.collider_changed {
+            // parry would carry the old shape's points until the pair turned or moved.
+            cache.manifolds.clear();
+            cache.workspace = None;
+        }
         let relative_speed = (body1.linear_velocity - body2.linear_velocity).length() as f32;
         let prediction = settings.contact_margin + relative_speed * dt as f32;
         if rolls(c1.shape().as_ref()) || rolls(c2.shape().as_ref()) {

@@ -288,6 +288,7 @@ pub(crate) fn prepare(
             linear_impulse,
             angular_impulse,
             collider: collider.cloned(),
+            collider_changed: body.collider.as_ref().is_some_and(DetectChanges::is_changed),
             friction: body.friction.copied().unwrap_or_default(),
             restitution: body.restitution.copied().unwrap_or_default(),
         });
@@ -322,6 +323,7 @@ pub(crate) fn prepare(
             linear_impulse: DVec3::ZERO,
             angular_impulse: DVec3::ZERO,
             collider: Some(Collider::clone(&collider)),
+            collider_changed: collider.is_changed(),
             friction: friction.copied().unwrap_or_default(),
             restitution: restitution.copied().unwrap_or_default(),
         });

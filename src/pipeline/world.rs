@@ -34,6 +34,9 @@ pub(crate) struct SimBody {
     pub linear_impulse: DVec3,
     pub angular_impulse: DVec3,
     pub collider: Option<Collider>,
+    /// The `Collider` component was added or changed since the last step: contact points
+    /// cached from the old shape no longer lie on this one.
+    pub collider_changed: bool,
     pub friction: Friction,
     pub restitution: Restitution,
 }
