@@ -175,7 +175,7 @@ fn link_collider(link: &urdf_rs::Link, options: &UrdfOptions) -> Result<Option<C
     Ok(match parts.len() {
         0 => None,
         1 if parts[0].0 == Vec3::ZERO && parts[0].1 == Quat::IDENTITY => parts.pop().map(|(_, _, c)| c),
-        _ => Some(Collider::compound(parts)),
+        _ => Collider::compound(parts),
     })
 }
 

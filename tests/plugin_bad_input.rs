@@ -123,6 +123,30 @@ fn invalid_sizes_and_densities_are_ignored() {
     assert_eq!(stats(&app).bodies, 1);
 }
 
+/// Shapes that cannot be built are `None`, not a panic (parry asserts that a compound has a
+/// part); those that can be built but not simulated name what is wrong and are left out.
+#[test]
+fn empty_compounds_and_flat_height_fields_are_refused() {
+    assert!(Collider::compound(Vec::new()).is_none());
+    let mut app = app(60.0);
+    let ball = witness(&mut app);
+    for scale in [
+        Vec3::new(0.0, 1.0, 10.0),
+        Vec3::new(10.0, 1.0, -10.0),
+        Vec3::new(10.0, f32::NAN, 10.0),
+    ] {
+        let field = Collider::heightfield(vec![0.0; 9], 3, 3, scale).unwrap();
+        let reason = field.invalid_reason();
+        assert!(
+            reason.as_deref().is_some_and(|r| r.contains("scale")),
+            "{scale}: {reason:?}"
+        );
+        app.world_mut().spawn((field, Transform::default()));
+    }
+    step(&mut app, 20);
+    witness_fell(&app, ball, 20);
+}
+
 #[test]
 fn despawning_bodies_and_removing_colliders_mid_run_is_fine() {
     let mut app = app(60.0);

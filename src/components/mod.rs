@@ -9,7 +9,7 @@ mod mass;
 mod material;
 
 pub use body::{AngularVelocity, LinearVelocity, PreciseState, RigidBody};
-pub use collider::{Collider, ColliderDensity};
+pub use collider::{Collider, ColliderDensity, TriMeshFlags};
 pub use forces::{ExternalForce, ExternalImpulse};
 pub use joints::{
     FixedJoint, JointAnchors, JointDrive, JointLimits, JointState, PrismaticJoint, RevoluteJoint, SphericalJoint,
