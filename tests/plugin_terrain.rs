@@ -25,9 +25,16 @@ enum Floor {
 }
 
 fn spawn_floor(app: &mut App, floor: Floor) {
+    spawn_floor_tilted(app, floor, Quat::IDENTITY);
+}
+
+/// The floor turned by `tilt` about the origin.
+fn spawn_floor_tilted(app: &mut App, floor: Floor, tilt: Quat) {
     let collider = match floor {
         Floor::Slab => {
-            ground(app, 40.0, FRICTION);
+            let slab = ground(app, 40.0, FRICTION);
+            let mut transform = app.world_mut().get_mut::<Transform>(slab).unwrap();
+            *transform = Transform::from_rotation(tilt) * *transform;
             return;
         }
         Floor::Mesh => {
@@ -52,7 +59,7 @@ fn spawn_floor(app: &mut App, floor: Floor) {
         RigidBody::Static,
         collider,
         Friction::new(FRICTION),
-        Transform::default(),
+        Transform::from_rotation(tilt),
     ));
 }
 
@@ -143,5 +150,33 @@ fn a_ball_rolls_over_seams_without_losing_speed() {
         assert!(worst_speed < 1e-4, "{floor:?}: speed off by {worst_speed} m/s");
         assert!(worst_height < 1e-4, "{floor:?}: height off by {worst_height} m");
         assert!(off_line < 1e-3, "{floor:?}: {off_line} m off its line");
+    }
+}
+
+/// A box on a 15° slope of triangles, μ = 0.3 > tan 15° = 0.27, sticks. It overlaps up to eight
+/// triangles, each a manifold of its own; those in one plane are merged and reduced to at most
+/// eight points, where there were 22 to 26.
+#[test]
+fn a_box_sticks_on_a_sloped_mesh_on_at_most_eight_points() {
+    let tilt = Quat::from_rotation_z(15_f32.to_radians());
+    for floor in [Floor::Mesh, Floor::HeightField] {
+        let mut app = app(60.0);
+        spawn_floor_tilted(&mut app, floor, tilt);
+        let start = Transform::from_translation(tilt * Vec3::new(0.3, 0.5, 0.27)).with_rotation(tilt);
+        let body = app
+            .world_mut()
+            .spawn((
+                RigidBody::Dynamic,
+                Collider::cuboid(1.0, 1.0, 1.0),
+                Friction::new(FRICTION),
+                start,
+            ))
+            .id();
+        step(&mut app, 120);
+        let moved = (precise(&app, body).translation - start.translation.as_dvec3()).length();
+        let contacts = stats(&app).contacts;
+        println!("{floor:?}: moved {moved:.1e} m in 2 s on {contacts} points");
+        assert!(moved < 1e-6, "{floor:?}: moved {moved} m");
+        assert!((4..=8).contains(&contacts), "{floor:?}: {contacts} points");
     }
 }

@@ -12,6 +12,7 @@ pub(crate) mod integrate;
 pub(crate) mod joints;
 pub(crate) mod narrow_phase;
 pub(crate) mod prepare;
+mod reduction;
 mod shape_cache;
 pub(crate) mod solve;
 mod world;

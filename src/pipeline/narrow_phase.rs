@@ -1,10 +1,10 @@
 //! Stage 3: contact points for each candidate pair, from parry3d's persistent contact manifolds.
 //!
 //! Owns the per-pair manifold caches (parry reuses their points while a pair turns little, except
-//! where a shape rolls; dropped when either collider changes), the speculative margin, the
-//! reduction of a manifold to the points that span it (every corner of two boxes' clipped
-//! faces), and the stable id of each point (pair + feature ids) that the solver warm starts by. Produces [`GeneratedContact`]s; knows nothing of
-//! islands or impulses.
+//! where a shape rolls; dropped when either collider changes), the speculative margin, and the
+//! stable id of each point (pair + feature ids) that the solver warm starts by. Which points of
+//! a manifold are kept is [`super::reduction`]'s. Produces [`GeneratedContact`]s; knows nothing
+//! of islands or impulses.
 
 use bevy_platform::collections::HashMap;
 use std::time::Instant;
@@ -18,6 +18,7 @@ use parry3d::query::{
 use parry3d::shape::{Shape, ShapeType};
 
 use super::PhysicsWorld;
+use super::reduction::{Candidate, CoplanarMerge, reduce};
 use crate::resources::PhysicsSettings;
 
 /// One contact point between bodies `body1` and `body2` (indices into the step's bodies).
@@ -47,67 +48,7 @@ struct PairCache {
 #[derive(Default)]
 pub(crate) struct NarrowPhase {
     cache: HashMap<(Entity, Entity), PairCache>,
-}
-
-/// Most points kept per manifold: all of them when two boxes' faces meet, whose clipped polygon
-/// has up to eight corners (an octagon when the faces are turned 45° to each other). Every corner
-/// is a point the top box can tip onto: kept to four, a box resting on another at an angle rocked
-/// about the edge between two kept corners onto a dropped one, which was found penetrated a step
-/// late and pushed out, and that push kept a heap of 100 boxes rocking for good.
-const MAX_POINTS: usize = 8;
-
-/// Points of a manifold closer together than this fraction of its extent count as one: clipped
-/// against each other, two boxes' coincident faces give every corner twice, and a box turned by
-/// less than about 0.1° on another gives pairs of corners under a millimetre apart per metre.
-const MERGE_FRACTION: f32 = 1e-3;
-
-/// The manifold's points with near-duplicates merged (see [`MERGE_FRACTION`]), in parry's order;
-/// beyond [`MAX_POINTS`], those that span it: the deepest, then each time the one farthest from
-/// all those kept.
-fn reduce(points: &[TrackedContact<()>]) -> [Option<usize>; MAX_POINTS] {
-    let mut kept = [None; MAX_POINTS];
-    let p = |i: usize| points[i].local_p1;
-    let deepest = (0..points.len())
-        .min_by(|&a, &b| points[a].dist.total_cmp(&points[b].dist))
-        .unwrap_or(0);
-    let extent_squared = (0..points.len())
-        .map(|i| (p(i) - p(deepest)).length_squared())
-        .fold(0.0, f32::max);
-    let merge_squared = MERGE_FRACTION * MERGE_FRACTION * extent_squared;
-    let nearest_kept = |kept: &[Option<usize>], x: Vec3| {
-        kept.iter()
-            .flatten()
-            .map(|&k| (x - p(k)).length_squared())
-            .fold(f32::INFINITY, f32::min)
-    };
-    if points.len() <= MAX_POINTS {
-        let mut count = 0;
-        for i in 0..points.len() {
-            if nearest_kept(&kept[..count], p(i)) > merge_squared {
-                kept[count] = Some(i);
-                count += 1;
-            }
-        }
-        return kept;
-    }
-    kept[0] = Some(deepest);
-    for next in 1..MAX_POINTS {
-        // A loop, not `max_by`: a comparator scores both sides, every point twice, which was 5%
-        // of a ten-box stack's step when every manifold came through here. Ties go to the last
-        // point, as `max_by`'s do.
-        let mut best = (0, f32::NEG_INFINITY);
-        for i in 0..points.len() {
-            let score = nearest_kept(&kept[..next], p(i));
-            if score.total_cmp(&best.1).is_ge() {
-                best = (i, score);
-            }
-        }
-        if best.1 <= merge_squared {
-            break;
-        }
-        kept[next] = Some(best.0);
-    }
-    kept
+    coplanar: CoplanarMerge,
 }
 
 /// Whether the point where a shape touches moves over its surface as it rolls. parry keeps a
@@ -175,7 +116,16 @@ impl WorldPose {
     }
 }
 
-fn mix(hash: u64, value: u64) -> u64 {
+/// Whether parry gives the pair one manifold per triangle or part of this shape that the other
+/// overlaps.
+fn is_composite(shape: &dyn Shape) -> bool {
+    matches!(
+        shape.shape_type(),
+        ShapeType::TriMesh | ShapeType::HeightField | ShapeType::Compound | ShapeType::Polyline | ShapeType::Voxels
+    )
+}
+
+pub(super) fn mix(hash: u64, value: u64) -> u64 {
     (hash ^ value).wrapping_mul(0x100_0000_01b3).rotate_left(29)
 }
 
@@ -198,11 +148,8 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         {
             continue;
         }
-        let cache = world
-            .narrow_phase
-            .cache
-            .entry((body1.entity, body2.entity))
-            .or_default();
+        let NarrowPhase { cache, coplanar } = &mut world.narrow_phase;
+        let cache = cache.entry((body1.entity, body2.entity)).or_default();
         cache.seen = true;
         if body1.collider_changed || body2.collider_changed {
             // parry would carry the old shape's points until the pair turned or moved.
@@ -245,6 +192,21 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             mix(0xcbf2_9ce4_8422_2325, body1.entity.to_bits()),
             body2.entity.to_bits(),
         );
+        let contacts = &mut world.contacts;
+        let mut contact = |c: &Candidate, manifold: u64| {
+            contacts.push(GeneratedContact {
+                body1: a,
+                body2: b,
+                point: c.point,
+                normal: c.normal,
+                gap: c.gap,
+                friction,
+                restitution,
+                id: c.id,
+                manifold,
+            });
+        };
+        let composite = is_composite(c1.shape().as_ref()) || is_composite(c2.shape().as_ref());
         for manifold in &cache.manifolds {
             let (shape_pose1, shape_pose2) = match &manifold.subshape_poses {
                 Some(poses) => (
@@ -259,22 +221,36 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             }
             let normal = normal.normalize();
             let manifold_hash = mix(mix(pair_hash, manifold.subshape1 as u64), manifold.subshape2 as u64);
-            for index in reduce(&manifold.points).into_iter().flatten() {
-                let point = &manifold.points[index];
+            let candidate = |point: &TrackedContact<()>| {
                 let p1 = shape_pose1.transform_point(point.local_p1);
                 let p2 = shape_pose2.transform_point(point.local_p2);
-                world.contacts.push(GeneratedContact {
-                    body1: a,
-                    body2: b,
+                Candidate {
                     point: (p1 + p2) * 0.5,
+                    on_surface2: p2,
                     normal,
                     gap: point.dist as f64,
-                    friction,
-                    restitution,
                     id: mix(mix(manifold_hash, point.fid1.0 as u64), point.fid2.0 as u64),
-                    manifold: manifold_hash,
-                });
+                }
+            };
+            if composite {
+                manifold.points.iter().for_each(|point| coplanar.push(candidate(point)));
+                continue;
             }
+            let points = &manifold.points;
+            for index in reduce(
+                points.len(),
+                |i| points[i].local_p1,
+                |i| points[i].dist,
+                coplanar.nearest(),
+            )
+            .into_iter()
+            .flatten()
+            {
+                contact(&candidate(&points[index]), manifold_hash);
+            }
+        }
+        if composite {
+            coplanar.drain(pair_hash, |candidate, plane| contact(candidate, plane));
         }
     }
     world.narrow_phase.cache.retain(|_, cache| cache.seen);
