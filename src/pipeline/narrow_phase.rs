@@ -18,7 +18,7 @@ use parry3d::query::{
 use parry3d::shape::{Shape, ShapeType};
 
 use super::PhysicsWorld;
-use super::reduction::{Candidate, CoplanarMerge, reduce};
+use super::reduction::{Candidate, Reduction, suspect};
 use crate::resources::PhysicsSettings;
 
 /// One contact point between bodies `body1` and `body2` (indices into the step's bodies).
@@ -48,7 +48,9 @@ struct PairCache {
 #[derive(Default)]
 pub(crate) struct NarrowPhase {
     cache: HashMap<(Entity, Entity), PairCache>,
-    coplanar: CoplanarMerge,
+    reduction: Reduction,
+    /// A pair's manifolds asked for with its shapes swapped, for this step only.
+    swapped_manifolds: Vec<ContactManifold<(), ()>>,
 }
 
 /// Whether the point where a shape touches moves over its surface as it rolls. parry keeps a
@@ -125,6 +127,63 @@ fn is_composite(shape: &dyn Shape) -> bool {
     )
 }
 
+/// One of parry's manifolds of a pair, read from the pair's side: `swapped` if parry was given
+/// the pair's second shape first.
+struct ManifoldView<'a> {
+    manifold: &'a ContactManifold<(), ()>,
+    swapped: bool,
+    /// Poses of the shapes (or parts) parry was given first and second.
+    first: WorldPose,
+    second: WorldPose,
+}
+
+impl<'a> ManifoldView<'a> {
+    fn new(manifold: &'a ContactManifold<(), ()>, swapped: bool, pose1: WorldPose, pose2: WorldPose) -> Self {
+        let (first, second) = if swapped { (pose2, pose1) } else { (pose1, pose2) };
+        let (first, second) = match &manifold.subshape_poses {
+            Some(poses) => (
+                poses.pos1.map_or(first, |p| first.then(&p)),
+                poses.pos2.map_or(second, |p| second.then(&p)),
+            ),
+            None => (first, second),
+        };
+        Self {
+            manifold,
+            swapped,
+            first,
+            second,
+        }
+    }
+
+    /// Unit normal from the pair's second body towards its first, if parry gave one.
+    fn normal(&self) -> Option<DVec3> {
+        let outward_of_first = self.first.rotation * self.manifold.local_n1.as_dvec3();
+        let normal = if self.swapped {
+            outward_of_first
+        } else {
+            -outward_of_first
+        };
+        (normal.is_finite() && normal.length_squared() >= 0.5).then(|| normal.normalize())
+    }
+
+    /// The pair's first and second sub-shape indices.
+    fn subshapes(&self) -> (u32, u32) {
+        let (a, b) = (self.manifold.subshape1, self.manifold.subshape2);
+        if self.swapped { (b, a) } else { (a, b) }
+    }
+
+    /// A point's positions on the pair's first and second shapes, and their feature ids.
+    fn point(&self, point: &TrackedContact<()>) -> (DVec3, DVec3, (u32, u32)) {
+        let on_first = self.first.transform_point(point.local_p1);
+        let on_second = self.second.transform_point(point.local_p2);
+        if self.swapped {
+            (on_second, on_first, (point.fid2.0, point.fid1.0))
+        } else {
+            (on_first, on_second, (point.fid1.0, point.fid2.0))
+        }
+    }
+}
+
 pub(super) fn mix(hash: u64, value: u64) -> u64 {
     (hash ^ value).wrapping_mul(0x100_0000_01b3).rotate_left(29)
 }
@@ -148,7 +207,11 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         {
             continue;
         }
-        let NarrowPhase { cache, coplanar } = &mut world.narrow_phase;
+        let NarrowPhase {
+            cache,
+            reduction,
+            swapped_manifolds,
+        } = &mut world.narrow_phase;
         let cache = cache.entry((body1.entity, body2.entity)).or_default();
         cache.seen = true;
         if body1.collider_changed || body2.collider_changed {
@@ -178,6 +241,25 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         {
             continue;
         }
+        // A wrong normal from parry's GJK (see `reduction::DEPTH_SLACK`) is a numerical accident
+        // of one configuration in one order: in every such step seen, parry asked the other way
+        // round got it right. This step only; the next asks in the usual order again.
+        let swapped = cache.manifolds.iter().any(suspect);
+        if swapped {
+            cache.manifolds.clear();
+            cache.workspace = None;
+            swapped_manifolds.clear();
+            let mut workspace = None;
+            let _ = DefaultQueryDispatcher.contact_manifolds(
+                &pose2.inv_mul(&pose1),
+                c2.shape().as_ref(),
+                c1.shape().as_ref(),
+                prediction,
+                swapped_manifolds,
+                &mut workspace,
+            );
+        }
+        let manifolds = if swapped { &*swapped_manifolds } else { &cache.manifolds };
         let friction = body1.friction.combine_rule.combine(
             body2.friction.combine_rule,
             body1.friction.coefficient,
@@ -207,50 +289,26 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             });
         };
         let composite = is_composite(c1.shape().as_ref()) || is_composite(c2.shape().as_ref());
-        for manifold in &cache.manifolds {
-            let (shape_pose1, shape_pose2) = match &manifold.subshape_poses {
-                Some(poses) => (
-                    poses.pos1.map_or(pose1, |p| pose1.then(&p)),
-                    poses.pos2.map_or(pose2, |p| pose2.then(&p)),
-                ),
-                None => (pose1, pose2),
-            };
-            let normal = -(shape_pose1.rotation * manifold.local_n1.as_dvec3());
-            if !normal.is_finite() || normal.length_squared() < 0.5 {
-                continue;
-            }
-            let normal = normal.normalize();
-            let manifold_hash = mix(mix(pair_hash, manifold.subshape1 as u64), manifold.subshape2 as u64);
+        for view in manifolds.iter().map(|m| ManifoldView::new(m, swapped, pose1, pose2)) {
+            let Some(normal) = view.normal() else { continue };
+            let (subshape1, subshape2) = view.subshapes();
+            let manifold_hash = mix(mix(pair_hash, subshape1 as u64), subshape2 as u64);
             let candidate = |point: &TrackedContact<()>| {
-                let p1 = shape_pose1.transform_point(point.local_p1);
-                let p2 = shape_pose2.transform_point(point.local_p2);
+                let (p1, p2, (fid1, fid2)) = view.point(point);
                 Candidate {
                     point: (p1 + p2) * 0.5,
                     on_surface2: p2,
                     normal,
                     gap: point.dist as f64,
-                    id: mix(mix(manifold_hash, point.fid1.0 as u64), point.fid2.0 as u64),
+                    id: mix(mix(manifold_hash, fid1 as u64), fid2 as u64),
                 }
             };
-            if composite {
-                manifold.points.iter().for_each(|point| coplanar.push(candidate(point)));
-                continue;
-            }
-            let points = &manifold.points;
-            for index in reduce(
-                points.len(),
-                |i| points[i].local_p1,
-                |i| points[i].dist,
-                coplanar.nearest(),
-            )
-            .into_iter()
-            .flatten()
-            {
-                contact(&candidate(&points[index]), manifold_hash);
-            }
+            reduction.take_manifold(&view.manifold.points, composite, candidate, |c| {
+                contact(c, manifold_hash)
+            });
         }
         if composite {
-            coplanar.drain(pair_hash, |candidate, plane| contact(candidate, plane));
+            reduction.drain(pair_hash, |candidate, plane| contact(candidate, plane));
         }
     }
     world.narrow_phase.cache.retain(|_, cache| cache.seen);
