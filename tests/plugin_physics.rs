@@ -86,6 +86,38 @@ fn a_hull_resting_far_from_the_centre_of_a_slab_stays_put() {
     }
 }
 
+/// Ten cylinders standing on each other's flat caps. parry gives a cap's contact points from a
+/// square whose corners it turns to the azimuth of the step's closest point; recomputed every
+/// step (as a rolling side needs), they went round the rim from step to step, and the top
+/// cylinder wandered 1.25 cm in 10 s while each step took 2 ms. A cap keeps its points now.
+#[test]
+fn a_stack_of_upright_cylinders_stays_put() {
+    let mut app = app(60.0);
+    ground(&mut app, 10.0, 0.5);
+    let top = (0..10)
+        .map(|i| {
+            app.world_mut()
+                .spawn((
+                    RigidBody::Dynamic,
+                    Collider::cylinder(0.5, 1.0),
+                    Transform::from_xyz(0.0, 0.5 + i as f32, 0.0),
+                ))
+                .id()
+        })
+        .last()
+        .unwrap();
+    step(&mut app, 1);
+    let start = precise(&app, top).translation;
+    let mut farthest = 0.0_f64;
+    for _ in 0..600 {
+        step(&mut app, 1);
+        farthest = farthest.max((precise(&app, top).translation - start).length());
+        assert!(stats(&app).converged, "{:?}", stats(&app));
+    }
+    println!("ten upright cylinders, 10 s: top moved at most {farthest:e} m");
+    assert!(farthest < 1e-6, "top moved up to {farthest} m");
+}
+
 /// A box set down on another, turned about the vertical, rests on the polygon where their faces
 /// overlap: five or six corners in these cases, its centre of mass 2–18 cm inside. With that
 /// polygon cut to four corners, each of these boxes crept by 3.7e-6 to 1e-4 m within three

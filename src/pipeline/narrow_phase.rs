@@ -78,6 +78,23 @@ fn rolls(shape: &dyn Shape) -> bool {
     }
 }
 
+/// Whether `shape` (its part `subshape`, for a compound) rolls where it touches along
+/// `local_normal`, its outward normal there in the part's frame. A cylinder's caps are flat and
+/// only its side rolls: the caps' points, recomputed every step, came from a square whose
+/// corners parry turns to the azimuth of that step's closest point, so they moved round the
+/// rim from step to step, and a stack of ten upright cylinders never came to rest.
+fn rolls_at(shape: &dyn Shape, subshape: u32, local_normal: Vec3) -> bool {
+    match shape.shape_type() {
+        ShapeType::Compound => shape
+            .as_compound()
+            .and_then(|compound| compound.shapes().get(subshape as usize))
+            .is_some_and(|(_, part)| rolls_at(part.as_ref(), 0, local_normal)),
+        // The side is where parry's own support features take it to be.
+        ShapeType::Cylinder => local_normal.y.abs() < 0.5,
+        _ => rolls(shape),
+    }
+}
+
 /// A pose in `f64`. parry works in `f32`; its relative pose and its answers in the shapes' own
 /// frames are then only ~1e-7 off, where the same `f32` arithmetic on world coordinates would
 /// round a point 10 m from the origin to ~1e-6 m. A contact point that jumps by such an ulp moves
@@ -221,9 +238,14 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         }
         let relative_speed = (body1.linear_velocity - body2.linear_velocity).length() as f32;
         let prediction = settings.contact_margin + relative_speed * dt as f32;
-        if rolls(c1.shape().as_ref()) || rolls(c2.shape().as_ref()) {
+        let (shape1, shape2) = (c1.shape().as_ref(), c2.shape().as_ref());
+        if rolls(shape1) || rolls(shape2) {
             for manifold in &mut cache.manifolds {
-                manifold.mark_shapes_deformed();
+                if rolls_at(shape1, manifold.subshape1, manifold.local_n1)
+                    || rolls_at(shape2, manifold.subshape2, manifold.local_n2)
+                {
+                    manifold.mark_shapes_deformed();
+                }
             }
         }
         let (pose1, pose2) = (WorldPose::of(body1), WorldPose::of(body2));
