@@ -13,6 +13,7 @@ pub(crate) mod joints;
 pub(crate) mod narrow_phase;
 pub(crate) mod prepare;
 mod reduction;
+mod refine;
 mod shape_cache;
 pub(crate) mod solve;
 mod world;

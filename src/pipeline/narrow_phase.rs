@@ -19,6 +19,7 @@ use parry3d::shape::{Shape, ShapeType};
 
 use super::PhysicsWorld;
 use super::reduction::{Candidate, Reduction, suspect};
+use super::refine::SideOnFace;
 use crate::resources::PhysicsSettings;
 
 /// One contact point between bodies `body1` and `body2` (indices into the step's bodies).
@@ -201,6 +202,10 @@ impl<'a> ManifoldView<'a> {
     }
 }
 
+/// Ids of the two ends of a cylinder's line of contact (`SideOnFace`): the ids parry gives the
+/// ends of its segment along the side, so that they stay apart from any point parry numbers.
+const LINE_END_IDS: [u64; 2] = [1 << 32 | 1, 1 << 32 | 11];
+
 pub(super) fn mix(hash: u64, value: u64) -> u64 {
     (hash ^ value).wrapping_mul(0x100_0000_01b3).rotate_left(29)
 }
@@ -311,10 +316,38 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             });
         };
         let composite = is_composite(c1.shape().as_ref()) || is_composite(c2.shape().as_ref());
+        let in_parry_order = if swapped { (shape2, shape1) } else { (shape1, shape2) };
         for view in manifolds.iter().map(|m| ManifoldView::new(m, swapped, pose1, pose2)) {
             let Some(normal) = view.normal() else { continue };
             let (subshape1, subshape2) = view.subshapes();
             let manifold_hash = mix(mix(pair_hash, subshape1 as u64), subshape2 as u64);
+            let first_and_second = (
+                (view.first.rotation, view.first.translation),
+                (view.second.rotation, view.second.translation),
+            );
+            if let Some(side) = SideOnFace::of(view.manifold, in_parry_order, first_and_second.0, first_and_second.1) {
+                let normal = if swapped { -side.normal } else { side.normal };
+                let ends = side
+                    .ends
+                    .into_iter()
+                    .enumerate()
+                    .map(|(end, (on_first, on_second, gap))| {
+                        let (p1, p2) = if swapped {
+                            (on_second, on_first)
+                        } else {
+                            (on_first, on_second)
+                        };
+                        Candidate {
+                            point: (p1 + p2) * 0.5,
+                            on_surface2: p2,
+                            normal,
+                            gap,
+                            id: mix(manifold_hash, LINE_END_IDS[end]),
+                        }
+                    });
+                reduction.take_points(ends, composite, |c| contact(c, manifold_hash));
+                continue;
+            }
             let candidate = |point: &TrackedContact<()>| {
                 let (p1, p2, (fid1, fid2)) = view.point(point);
                 Candidate {

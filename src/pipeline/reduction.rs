@@ -182,6 +182,24 @@ impl Reduction {
         }
     }
 
+    /// Takes points found otherwise than in parry's manifold (`super::refine`), as few as span
+    /// their contact: a composite pair's are kept for [`Self::drain`], any other's handed to
+    /// `emit`.
+    pub fn take_points(
+        &mut self,
+        points: impl IntoIterator<Item = Candidate>,
+        composite: bool,
+        mut emit: impl FnMut(&Candidate),
+    ) {
+        for point in points {
+            if composite {
+                self.candidates.push(point);
+            } else {
+                emit(&point);
+            }
+        }
+    }
+
     /// Hands each kept point to `emit` with the id of its plane (for warm starts by manifold),
     /// then forgets them all.
     pub fn drain(&mut self, pair_hash: u64, mut emit: impl FnMut(&Candidate, u64)) {
