@@ -1,8 +1,9 @@
 //! The physics step, one stage per file, in data-flow order:
 //!
 //! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
-//! (contact points) → [`solve`] (islands, CANAL) → [`integrate`] (poses) → [`write_back`]
-//! (simulation bodies → ECS, contacts, statistics).
+//! (contact points; with `refine`, exact lines where a cylinder's side rests on a face, and
+//! `reduction`, which points the solver gets) → [`solve`] (islands, CANAL) → [`integrate`]
+//! (poses) → [`write_back`] (simulation bodies → ECS, contacts, statistics).
 //!
 //! Stages communicate through the [`PhysicsWorld`] resource; only `prepare` and `write_back`
 //! touch user components.
