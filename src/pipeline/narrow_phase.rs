@@ -190,6 +190,31 @@ impl<'a> ManifoldView<'a> {
         if self.swapped { (b, a) } else { (a, b) }
     }
 
+    /// The exact line where a cylinder's side rests on a face, if this manifold is that
+    /// (`shapes` in the pair's order), turned to the pair's order: its normal from the pair's
+    /// second body towards its first, its ends' points on the pair's first and second bodies.
+    fn side_on_face(&self, (shape1, shape2): (&dyn Shape, &dyn Shape)) -> Option<SideOnFace> {
+        let in_parry_order = if self.swapped {
+            (shape2, shape1)
+        } else {
+            (shape1, shape2)
+        };
+        let side = SideOnFace::of(
+            self.manifold,
+            in_parry_order,
+            (self.first.rotation, self.first.translation),
+            (self.second.rotation, self.second.translation),
+        )?;
+        Some(if self.swapped {
+            SideOnFace {
+                normal: -side.normal,
+                ends: side.ends.map(|(on_first, on_second, gap)| (on_second, on_first, gap)),
+            }
+        } else {
+            side
+        })
+    }
+
     /// A point's positions on the pair's first and second shapes, and their feature ids.
     fn point(&self, point: &TrackedContact<()>) -> (DVec3, DVec3, (u32, u32)) {
         let on_first = self.first.transform_point(point.local_p1);
@@ -258,8 +283,8 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         if DefaultQueryDispatcher
             .contact_manifolds(
                 &pos12,
-                c1.shape().as_ref(),
-                c2.shape().as_ref(),
+                shape1,
+                shape2,
                 prediction,
                 &mut cache.manifolds,
                 &mut cache.workspace,
@@ -279,8 +304,8 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             let mut workspace = None;
             let _ = DefaultQueryDispatcher.contact_manifolds(
                 &pose2.inv_mul(&pose1),
-                c2.shape().as_ref(),
-                c1.shape().as_ref(),
+                shape2,
+                shape1,
                 prediction,
                 swapped_manifolds,
                 &mut workspace,
@@ -315,35 +340,21 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 manifold,
             });
         };
-        let composite = is_composite(c1.shape().as_ref()) || is_composite(c2.shape().as_ref());
-        let in_parry_order = if swapped { (shape2, shape1) } else { (shape1, shape2) };
+        let composite = is_composite(shape1) || is_composite(shape2);
         for view in manifolds.iter().map(|m| ManifoldView::new(m, swapped, pose1, pose2)) {
             let Some(normal) = view.normal() else { continue };
             let (subshape1, subshape2) = view.subshapes();
             let manifold_hash = mix(mix(pair_hash, subshape1 as u64), subshape2 as u64);
-            let first_and_second = (
-                (view.first.rotation, view.first.translation),
-                (view.second.rotation, view.second.translation),
-            );
-            if let Some(side) = SideOnFace::of(view.manifold, in_parry_order, first_and_second.0, first_and_second.1) {
-                let normal = if swapped { -side.normal } else { side.normal };
-                let ends = side
-                    .ends
+            if let Some(SideOnFace { normal, ends }) = view.side_on_face((shape1, shape2)) {
+                let ends = ends
                     .into_iter()
-                    .enumerate()
-                    .map(|(end, (on_first, on_second, gap))| {
-                        let (p1, p2) = if swapped {
-                            (on_second, on_first)
-                        } else {
-                            (on_first, on_second)
-                        };
-                        Candidate {
-                            point: (p1 + p2) * 0.5,
-                            on_surface2: p2,
-                            normal,
-                            gap,
-                            id: mix(manifold_hash, LINE_END_IDS[end]),
-                        }
+                    .zip(LINE_END_IDS)
+                    .map(|((p1, p2, gap), end)| Candidate {
+                        point: (p1 + p2) * 0.5,
+                        on_surface2: p2,
+                        normal,
+                        gap,
+                        id: mix(manifold_hash, end),
                     });
                 reduction.take_points(ends, composite, |c| contact(c, manifold_hash));
                 continue;

@@ -26,11 +26,11 @@ const SAME_NORMAL: f64 = 0.5;
 const ON_FACE: f32 = 1e-6;
 
 /// A cylinder's side on a face: the two ends of the line where they touch, in world
-/// coordinates and in parry's order of the shapes.
+/// coordinates, for two shapes in a given order (parry's, from [`SideOnFace::of`]).
 pub(super) struct SideOnFace {
-    /// Unit, out of parry's second shape towards its first.
+    /// Unit, out of the second shape towards the first.
     pub normal: DVec3,
-    /// Each end's points on parry's first and second shapes, and their gap.
+    /// Each end's points on the first and second shapes, and their gap.
     pub ends: [(DVec3, DVec3, f64); 2],
 }
 
