@@ -19,7 +19,7 @@ use parry3d::shape::{Shape, ShapeType};
 
 use super::PhysicsWorld;
 use super::reduction::{Candidate, Reduction, suspect};
-use super::refine::SideOnFace;
+use super::refine::{LineEnd, line_contact};
 use crate::resources::PhysicsSettings;
 
 /// One contact point between bodies `body1` and `body2` (indices into the step's bodies).
@@ -190,28 +190,29 @@ impl<'a> ManifoldView<'a> {
         if self.swapped { (b, a) } else { (a, b) }
     }
 
-    /// The exact line where a cylinder's side rests on a face, if this manifold is that
-    /// (`shapes` in the pair's order), turned to the pair's order: its normal from the pair's
-    /// second body towards its first, its ends' points on the pair's first and second bodies.
-    fn side_on_face(&self, (shape1, shape2): (&dyn Shape, &dyn Shape)) -> Option<SideOnFace> {
+    /// The line along which the shapes touch, where parry gives a point or two off it
+    /// (`refine::line_contact`; `shapes` in the pair's order), turned to the pair's order.
+    fn line_contact(&self, (shape1, shape2): (&dyn Shape, &dyn Shape)) -> Option<[LineEnd; 2]> {
         let in_parry_order = if self.swapped {
             (shape2, shape1)
         } else {
             (shape1, shape2)
         };
-        let side = SideOnFace::of(
+        let ends = line_contact(
             self.manifold,
             in_parry_order,
             (self.first.rotation, self.first.translation),
             (self.second.rotation, self.second.translation),
         )?;
         Some(if self.swapped {
-            SideOnFace {
-                normal: -side.normal,
-                ends: side.ends.map(|(on_first, on_second, gap)| (on_second, on_first, gap)),
-            }
+            ends.map(|end| LineEnd {
+                on_first: end.on_second,
+                on_second: end.on_first,
+                gap: end.gap,
+                normal: -end.normal,
+            })
         } else {
-            side
+            ends
         })
     }
 
@@ -227,8 +228,9 @@ impl<'a> ManifoldView<'a> {
     }
 }
 
-/// Ids of the two ends of a cylinder's line of contact (`SideOnFace`): the ids parry gives the
-/// ends of its segment along the side, so that they stay apart from any point parry numbers.
+/// Ids of the two ends of a line of contact (`refine::line_contact`): the ids parry gives the
+/// ends of its segment along a cylinder's side, so that they stay apart from any point parry
+/// numbers.
 const LINE_END_IDS: [u64; 2] = [1 << 32 | 1, 1 << 32 | 11];
 
 pub(super) fn mix(hash: u64, value: u64) -> u64 {
@@ -345,17 +347,14 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             let Some(normal) = view.normal() else { continue };
             let (subshape1, subshape2) = view.subshapes();
             let manifold_hash = mix(mix(pair_hash, subshape1 as u64), subshape2 as u64);
-            if let Some(SideOnFace { normal, ends }) = view.side_on_face((shape1, shape2)) {
-                let ends = ends
-                    .into_iter()
-                    .zip(LINE_END_IDS)
-                    .map(|((p1, p2, gap), end)| Candidate {
-                        point: (p1 + p2) * 0.5,
-                        on_surface2: p2,
-                        normal,
-                        gap,
-                        id: mix(manifold_hash, end),
-                    });
+            if let Some(ends) = view.line_contact((shape1, shape2)) {
+                let ends = ends.into_iter().zip(LINE_END_IDS).map(|(end, id)| Candidate {
+                    point: (end.on_first + end.on_second) * 0.5,
+                    on_surface2: end.on_second,
+                    normal: end.normal,
+                    gap: end.gap,
+                    id: mix(manifold_hash, id),
+                });
                 reduction.take_points(ends, composite, |c| contact(c, manifold_hash));
                 continue;
             }

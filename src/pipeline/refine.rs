@@ -1,14 +1,15 @@
-//! Stage 3, a correction between parry's manifolds and their reduction: where a cylinder's
-//! curved side rests on a flat face, the contact is the exact line where they touch.
+//! Stage 3, a correction between parry's manifolds and their reduction: where two shapes touch
+//! along a line and parry gives a point or two off it, the contact is that line's two ends.
 //!
-//! parry finds that line through GJK, which stops at a relative tolerance of about 1e-3 on a
-//! curved support map and now and then goes further astray, then clips a segment of the side
-//! turned to GJK's normal against the face. Normal and points were off by a milliradian and at
-//! times by tens of degrees, and a cylinder set down at rest on a 40 m slab rolled 1.5 mm to
-//! 0.37 m within 5 s depending on where it lay. The face's own normal is exact, and so is the
-//! line along which a cylinder's side touches a plane: where both ends of that line lie on the
-//! face, this file gives the contact as those two ends, with the face's normal and their gaps
-//! to its plane. Elsewhere (a cap down, the line running off the face's rim) parry's manifold
+//! Two such cases. A cylinder's side resting on a face: parry finds it through GJK, which stops
+//! at a relative tolerance of about 1e-3 on a curved support map and now and then goes further
+//! astray, then clips a segment of the side turned to GJK's normal against the face. Normal and
+//! points were off by a milliradian and at times by tens of degrees, and a cylinder set down at
+//! rest on a 40 m slab rolled 1.5 mm to 0.37 m within 5 s depending on where it lay. And two
+//! cylinders or capsules lying side by side, axes parallel: parry gives two capsules their
+//! single closest point, at an arbitrary end of the overlap. The face's own normal is exact,
+//! and so are the lines along which a cylinder touches a plane and parallel axes touch each
+//! other. Elsewhere (a cap down, a line running off a face's rim, skewed axes) parry's manifold
 //! stands. Knows nothing of caches, reduction or bodies.
 
 use bevy_math::{DQuat, DVec3, Vec3};
@@ -25,13 +26,30 @@ const SAME_NORMAL: f64 = 0.5;
 /// end of the line may fall and still count as on its face: a few `f32` rounding steps.
 const ON_FACE: f32 = 1e-6;
 
-/// A cylinder's side on a face: the two ends of the line where they touch, in world
-/// coordinates, for two shapes in a given order (parry's, from [`SideOnFace::of`]).
-pub(super) struct SideOnFace {
+/// One end of a line along which two shapes touch, in world coordinates, for the two shapes in
+/// a given order (parry's, from [`line_contact`]).
+#[derive(Clone, Copy)]
+pub(super) struct LineEnd {
+    pub on_first: DVec3,
+    pub on_second: DVec3,
+    pub gap: f64,
     /// Unit, out of the second shape towards the first.
     pub normal: DVec3,
-    /// Each end's points on the first and second shapes, and their gap.
-    pub ends: [(DVec3, DVec3, f64); 2],
+}
+
+/// The line along which `manifold`'s shapes (`first` and `second`, in parry's order, at the
+/// world rotations and translations given) touch, where parry gives a point or two off it: a
+/// cylinder's side resting on a face, or two cylinders or capsules lying side by side.
+pub(super) fn line_contact(
+    manifold: &ContactManifold<(), ()>,
+    shapes: (&dyn Shape, &dyn Shape),
+    pose1: (DQuat, DVec3),
+    pose2: (DQuat, DVec3),
+) -> Option<[LineEnd; 2]> {
+    if manifold.points.is_empty() {
+        return None;
+    }
+    side_on_face(manifold, shapes, pose1, pose2).or_else(|| side_by_side(manifold, shapes, pose1, pose2))
 }
 
 /// The face of `shape`'s part `subshape` whose normal is nearest `towards` (parry's normal out
@@ -88,70 +106,135 @@ fn cylinder(shape: &dyn Shape, subshape: u32) -> Option<&parry3d::shape::Cylinde
     }
 }
 
-impl SideOnFace {
-    /// Whether `manifold` (between `first` and `second`, the shapes in parry's order, at the
-    /// world rotations and translations given) is a cylinder's side resting on a face, and the
-    /// line where they touch if so.
-    pub fn of(
-        manifold: &ContactManifold<(), ()>,
-        (first, second): (&dyn Shape, &dyn Shape),
-        (rotation1, translation1): (DQuat, DVec3),
-        (rotation2, translation2): (DQuat, DVec3),
-    ) -> Option<Self> {
-        if manifold.points.is_empty() {
-            return None;
-        }
-        let (cylinder_first, cylinder) = match (
-            cylinder(first, manifold.subshape1),
-            cylinder(second, manifold.subshape2),
-        ) {
-            (Some(c), None) => (true, c),
-            (None, Some(c)) => (false, c),
-            _ => return None,
-        };
-        let (cylinder_rotation, cylinder_translation) = if cylinder_first {
-            (rotation1, translation1)
-        } else {
-            (rotation2, translation2)
-        };
-        let (flat, flat_subshape, flat_rotation, flat_translation, flat_normal) = if cylinder_first {
-            (second, manifold.subshape2, rotation2, translation2, manifold.local_n2)
-        } else {
-            (first, manifold.subshape1, rotation1, translation1, manifold.local_n1)
-        };
-        let (face, on_face) = nearest_face(flat, flat_subshape, flat_normal)?;
-        let parry_normal = (flat_rotation * flat_normal.as_dvec3()).normalize_or_zero();
-        let face_normal = (flat_rotation * face.as_dvec3()).normalize_or_zero();
-        if face_normal.dot(parry_normal) < SAME_NORMAL {
-            return None;
-        }
-        let towards_face = cylinder_rotation.inverse() * -face_normal;
-        if towards_face.y.abs() >= 0.5 {
-            return None; // a cap faces it, as parry's support features tell the two apart
-        }
-        let radial = DVec3::new(towards_face.x, 0.0, towards_face.z).normalize();
-        let plane = face_normal.dot(flat_translation + flat_rotation * on_face.as_dvec3());
-        let (radius, half_height) = (cylinder.radius as f64, cylinder.half_height as f64);
-        let flat = part(flat, flat_subshape);
-        let end = |sign: f64| {
-            let local = radial * radius + DVec3::Y * (sign * half_height);
-            let on_cylinder = cylinder_translation + cylinder_rotation * local;
-            let gap = face_normal.dot(on_cylinder) - plane;
-            let on_face = on_cylinder - face_normal * gap;
-            // Near the face's rim the line can pass beyond it, where the cylinder rests on the
-            // rim instead: then parry's answer stands.
-            let local = (flat_rotation.inverse() * (on_face - flat_translation)).as_vec3();
-            let projected = flat.project_local_point(local, false).point;
-            let ends = if cylinder_first {
-                (on_cylinder, on_face, gap)
-            } else {
-                (on_face, on_cylinder, gap)
-            };
-            ((projected - local).length() <= ON_FACE * local.length().max(1.0)).then_some(ends)
-        };
-        Some(Self {
-            normal: if cylinder_first { face_normal } else { -face_normal },
-            ends: [end(-1.0)?, end(1.0)?],
-        })
+/// A cylinder's side resting on a face: the exact line where they touch, if both its ends lie
+/// on the face.
+fn side_on_face(
+    manifold: &ContactManifold<(), ()>,
+    (first, second): (&dyn Shape, &dyn Shape),
+    (rotation1, translation1): (DQuat, DVec3),
+    (rotation2, translation2): (DQuat, DVec3),
+) -> Option<[LineEnd; 2]> {
+    let (cylinder_first, cylinder) = match (
+        cylinder(first, manifold.subshape1),
+        cylinder(second, manifold.subshape2),
+    ) {
+        (Some(c), None) => (true, c),
+        (None, Some(c)) => (false, c),
+        _ => return None,
+    };
+    let (cylinder_rotation, cylinder_translation) = if cylinder_first {
+        (rotation1, translation1)
+    } else {
+        (rotation2, translation2)
+    };
+    let (flat, flat_subshape, flat_rotation, flat_translation, flat_normal) = if cylinder_first {
+        (second, manifold.subshape2, rotation2, translation2, manifold.local_n2)
+    } else {
+        (first, manifold.subshape1, rotation1, translation1, manifold.local_n1)
+    };
+    let (face, on_face) = nearest_face(flat, flat_subshape, flat_normal)?;
+    let parry_normal = (flat_rotation * flat_normal.as_dvec3()).normalize_or_zero();
+    let face_normal = (flat_rotation * face.as_dvec3()).normalize_or_zero();
+    if face_normal.dot(parry_normal) < SAME_NORMAL {
+        return None;
     }
+    let towards_face = cylinder_rotation.inverse() * -face_normal;
+    if towards_face.y.abs() >= 0.5 {
+        return None; // a cap faces it, as parry's support features tell the two apart
+    }
+    let radial = DVec3::new(towards_face.x, 0.0, towards_face.z).normalize();
+    let plane = face_normal.dot(flat_translation + flat_rotation * on_face.as_dvec3());
+    let (radius, half_height) = (cylinder.radius as f64, cylinder.half_height as f64);
+    let flat = part(flat, flat_subshape);
+    let end = |sign: f64| {
+        let local = radial * radius + DVec3::Y * (sign * half_height);
+        let on_cylinder = cylinder_translation + cylinder_rotation * local;
+        let gap = face_normal.dot(on_cylinder) - plane;
+        let on_face = on_cylinder - face_normal * gap;
+        // Near the face's rim the line can pass beyond it, where the cylinder rests on the
+        // rim instead: then parry's answer stands.
+        let local = (flat_rotation.inverse() * (on_face - flat_translation)).as_vec3();
+        let projected = flat.project_local_point(local, false).point;
+        let ends = if cylinder_first {
+            LineEnd {
+                on_first: on_cylinder,
+                on_second: on_face,
+                gap,
+                normal: face_normal,
+            }
+        } else {
+            LineEnd {
+                on_first: on_face,
+                on_second: on_cylinder,
+                gap,
+                normal: -face_normal,
+            }
+        };
+        ((projected - local).length() <= ON_FACE * local.length().max(1.0)).then_some(ends)
+    };
+    Some([end(-1.0)?, end(1.0)?])
+}
+
+/// Where a cylinder or capsule touches: its axis segment's ends and its radius, in its frame.
+fn axis(shape: &dyn Shape) -> Option<(Vec3, Vec3, f32)> {
+    match shape.as_typed_shape() {
+        TypedShape::Capsule(capsule) => Some((capsule.segment.a, capsule.segment.b, capsule.radius)),
+        TypedShape::Cylinder(cylinder) => Some((
+            Vec3::NEG_Y * cylinder.half_height,
+            Vec3::Y * cylinder.half_height,
+            cylinder.radius,
+        )),
+        _ => None,
+    }
+}
+
+/// How parallel, as a cosine, two axes must be for their shapes to touch along a line (0.1°):
+/// between skewed axes the two ends' gaps exceed the least gap between them by up to
+/// (θ·l/2)²/(2d), under 0.5 µm here for bodies a metre long and a metre apart. Beyond, parry's
+/// single closest point is the contact.
+const PARALLEL: f64 = 0.999_998_5;
+
+/// Two cylinders or capsules lying side by side, axes parallel and overlapping along them:
+/// parry gives capsules a single closest point, which for parallel axes lands at an arbitrary
+/// end of their overlap and jumped from end to end between steps; cylinders get GJK's rough
+/// normal. The contact is the two ends of the overlap, each with the normal and gap between
+/// the axes there.
+fn side_by_side(
+    manifold: &ContactManifold<(), ()>,
+    (first, second): (&dyn Shape, &dyn Shape),
+    (rotation1, translation1): (DQuat, DVec3),
+    (rotation2, translation2): (DQuat, DVec3),
+) -> Option<[LineEnd; 2]> {
+    let (a1, b1, radius1) = axis(part(first, manifold.subshape1))?;
+    let (a2, b2, radius2) = axis(part(second, manifold.subshape2))?;
+    let world1 = |p: Vec3| translation1 + rotation1 * p.as_dvec3();
+    let world2 = |p: Vec3| translation2 + rotation2 * p.as_dvec3();
+    let (start1, end1, start2, end2) = (world1(a1), world1(b1), world2(a2), world2(b2));
+    let length1 = (end1 - start1).length();
+    let along1 = (end1 - start1) / length1;
+    let along2 = (end2 - start2).normalize();
+    if !(length1 > 0.0 && along1.dot(along2).abs() >= PARALLEL) {
+        return None;
+    }
+    let (s2a, s2b) = (along1.dot(start2 - start1), along1.dot(end2 - start1));
+    let (low, high) = (s2a.min(s2b).max(0.0), s2a.max(s2b).min(length1));
+    if high - low <= 1e-6 * length1 {
+        return None; // end to end: no side touches the other
+    }
+    let (radius1, radius2) = (radius1 as f64, radius2 as f64);
+    let end = |s: f64| {
+        let on_axis1 = start1 + along1 * s;
+        let t = (along2.dot(on_axis1 - start2)).clamp(0.0, (end2 - start2).length());
+        let on_axis2 = start2 + along2 * t;
+        let apart = on_axis1 - on_axis2;
+        let distance = apart.length();
+        let normal = apart.try_normalize()?;
+        Some(LineEnd {
+            on_first: on_axis1 - normal * radius1,
+            on_second: on_axis2 + normal * radius2,
+            gap: distance - radius1 - radius2,
+            normal,
+        })
+    };
+    Some([end(low)?, end(high)?])
 }
