@@ -1,7 +1,7 @@
 //! The physics step, one stage per file, in data-flow order:
 //!
 //! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
-//! (contact points; with `refine`, exact lines where a cylinder's side rests on a face, and
+//! (contact points; with `refine`, exact lines of contact along cylinders and capsules, and
 //! `reduction`, which points the solver gets) → [`solve`] (islands, CANAL) → [`integrate`]
 //! (poses) → [`write_back`] (simulation bodies → ECS, contacts, statistics).
 //!

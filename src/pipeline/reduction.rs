@@ -120,7 +120,7 @@ pub(super) fn suspect(manifold: &ContactManifold<(), ()>) -> bool {
         && (!manifold.local_n1.is_normalized() || points.iter().all(unknown) || points.iter().any(|p| p.dist < floor))
 }
 
-/// One contact point of a composite pair, before reduction.
+/// One contact point of a pair in world coordinates, before reduction.
 #[derive(Clone, Copy)]
 pub(super) struct Candidate {
     /// Midway between the surfaces.
