@@ -1,9 +1,10 @@
 //! The physics step, one stage per file, in data-flow order:
 //!
 //! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
-//! (contact points; with `refine`, exact lines of contact along cylinders and capsules, and
-//! `reduction`, which points the solver gets) → [`solve`] (islands, CANAL) → [`integrate`]
-//! (poses) → [`write_back`] (simulation bodies → ECS, contacts, statistics).
+//! (contact points; with `manifold_view`, parry's answers in world coordinates, `refine`, exact
+//! lines of contact along cylinders and capsules, and `reduction`, which points the solver
+//! gets) → [`solve`] (islands, CANAL) → [`integrate`] (poses) → [`write_back`] (simulation
+//! bodies → ECS, contacts, statistics).
 //!
 //! Stages communicate through the [`PhysicsWorld`] resource; only `prepare` and `write_back`
 //! touch user components.
@@ -11,6 +12,7 @@
 pub(crate) mod broad_phase;
 pub(crate) mod integrate;
 pub(crate) mod joints;
+mod manifold_view;
 pub(crate) mod narrow_phase;
 pub(crate) mod prepare;
 mod reduction;

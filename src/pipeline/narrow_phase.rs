@@ -2,24 +2,24 @@
 //!
 //! Owns the per-pair manifold caches (parry reuses their points while a pair turns little, except
 //! where a shape rolls; dropped when either collider changes), the speculative margin, and the
-//! stable id of each point (pair + feature ids) that the solver warm starts by. Which points of
-//! a manifold are kept is [`super::reduction`]'s. Produces [`GeneratedContact`]s; knows nothing
+//! stable id of each point (pair + feature ids) that the solver warm starts by, and asks parry
+//! again when its answer is suspect. Reading a manifold is [`super::manifold_view`]'s, which
+//! points of it are kept [`super::reduction`]'s. Produces [`GeneratedContact`]s; knows nothing
 //! of islands or impulses.
 
 use bevy_platform::collections::HashMap;
 use std::time::Instant;
 
 use bevy_ecs::prelude::*;
-use bevy_math::{DQuat, DVec3, Vec3};
-use parry3d::math::Pose;
+use bevy_math::{DVec3, Vec3};
 use parry3d::query::{
     ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher, PersistentQueryDispatcher, TrackedContact,
 };
 use parry3d::shape::{Shape, ShapeType};
 
 use super::PhysicsWorld;
+use super::manifold_view::{ManifoldView, WorldPose};
 use super::reduction::{Candidate, Reduction, suspect};
-use super::refine::{LineEnd, line_contact};
 use crate::resources::PhysicsSettings;
 
 /// One contact point between bodies `body1` and `body2` (indices into the step's bodies).
@@ -96,46 +96,6 @@ fn rolls_at(shape: &dyn Shape, subshape: u32, local_normal: Vec3) -> bool {
     }
 }
 
-/// A pose in `f64`. parry works in `f32`; its relative pose and its answers in the shapes' own
-/// frames are then only ~1e-7 off, where the same `f32` arithmetic on world coordinates would
-/// round a point 10 m from the origin to ~1e-6 m. A contact point that jumps by such an ulp moves
-/// its lever arm and, on a resting 210-box pyramid, starts the next solve up to 2e-7 m/s off.
-#[derive(Clone, Copy)]
-struct WorldPose {
-    rotation: DQuat,
-    translation: DVec3,
-}
-
-impl WorldPose {
-    fn of(body: &super::world::SimBody) -> Self {
-        Self {
-            rotation: body.rotation,
-            translation: body.translation,
-        }
-    }
-
-    /// This pose followed by `local`, a pose in its frame.
-    fn then(self, local: &Pose) -> Self {
-        Self {
-            rotation: self.rotation * local.rotation.as_dquat(),
-            translation: self.transform_point(local.translation),
-        }
-    }
-
-    fn transform_point(&self, point: Vec3) -> DVec3 {
-        self.translation + self.rotation * point.as_dvec3()
-    }
-
-    /// `self⁻¹ · other` for parry, rounded to `f32` only once it is small.
-    fn inv_mul(&self, other: &Self) -> Pose {
-        let inverse = self.rotation.inverse();
-        Pose::from_parts(
-            (inverse * (other.translation - self.translation)).as_vec3(),
-            (inverse * other.rotation).as_quat(),
-        )
-    }
-}
-
 /// Whether parry gives the pair one manifold per triangle or part of this shape that the other
 /// overlaps.
 fn is_composite(shape: &dyn Shape) -> bool {
@@ -143,89 +103,6 @@ fn is_composite(shape: &dyn Shape) -> bool {
         shape.shape_type(),
         ShapeType::TriMesh | ShapeType::HeightField | ShapeType::Compound | ShapeType::Polyline | ShapeType::Voxels
     )
-}
-
-/// One of parry's manifolds of a pair, read from the pair's side: `swapped` if parry was given
-/// the pair's second shape first.
-struct ManifoldView<'a> {
-    manifold: &'a ContactManifold<(), ()>,
-    swapped: bool,
-    /// Poses of the shapes (or parts) parry was given first and second.
-    first: WorldPose,
-    second: WorldPose,
-}
-
-impl<'a> ManifoldView<'a> {
-    fn new(manifold: &'a ContactManifold<(), ()>, swapped: bool, pose1: WorldPose, pose2: WorldPose) -> Self {
-        let (first, second) = if swapped { (pose2, pose1) } else { (pose1, pose2) };
-        let (first, second) = match &manifold.subshape_poses {
-            Some(poses) => (
-                poses.pos1.map_or(first, |p| first.then(&p)),
-                poses.pos2.map_or(second, |p| second.then(&p)),
-            ),
-            None => (first, second),
-        };
-        Self {
-            manifold,
-            swapped,
-            first,
-            second,
-        }
-    }
-
-    /// Unit normal from the pair's second body towards its first, if parry gave one.
-    fn normal(&self) -> Option<DVec3> {
-        let outward_of_first = self.first.rotation * self.manifold.local_n1.as_dvec3();
-        let normal = if self.swapped {
-            outward_of_first
-        } else {
-            -outward_of_first
-        };
-        (normal.is_finite() && normal.length_squared() >= 0.5).then(|| normal.normalize())
-    }
-
-    /// The pair's first and second sub-shape indices.
-    fn subshapes(&self) -> (u32, u32) {
-        let (a, b) = (self.manifold.subshape1, self.manifold.subshape2);
-        if self.swapped { (b, a) } else { (a, b) }
-    }
-
-    /// The line along which the shapes touch, where parry gives a point or two off it
-    /// (`refine::line_contact`; `shapes` in the pair's order), turned to the pair's order.
-    fn line_contact(&self, (shape1, shape2): (&dyn Shape, &dyn Shape)) -> Option<[LineEnd; 2]> {
-        let in_parry_order = if self.swapped {
-            (shape2, shape1)
-        } else {
-            (shape1, shape2)
-        };
-        let ends = line_contact(
-            self.manifold,
-            in_parry_order,
-            (self.first.rotation, self.first.translation),
-            (self.second.rotation, self.second.translation),
-        )?;
-        Some(if self.swapped {
-            ends.map(|end| LineEnd {
-                on_first: end.on_second,
-                on_second: end.on_first,
-                gap: end.gap,
-                normal: -end.normal,
-            })
-        } else {
-            ends
-        })
-    }
-
-    /// A point's positions on the pair's first and second shapes, and their feature ids.
-    fn point(&self, point: &TrackedContact<()>) -> (DVec3, DVec3, (u32, u32)) {
-        let on_first = self.first.transform_point(point.local_p1);
-        let on_second = self.second.transform_point(point.local_p2);
-        if self.swapped {
-            (on_second, on_first, (point.fid2.0, point.fid1.0))
-        } else {
-            (on_first, on_second, (point.fid1.0, point.fid2.0))
-        }
-    }
 }
 
 /// Ids of the two ends of a line of contact (`refine::line_contact`): the ids parry gives the
