@@ -1,20 +1,21 @@
 //! Stage 3, a correction between parry's manifolds and their reduction: where two shapes touch
 //! along a line and parry gives a point or two off it, the contact is that line's two ends.
 //!
-//! Two such cases. A cylinder's side resting on a face: parry finds it through GJK, which stops
-//! at a relative tolerance of about 1e-3 on a curved support map and now and then goes further
-//! astray, then clips a segment of the side turned to GJK's normal against the face. Normal and
-//! points were off by a milliradian and at times by tens of degrees, and a cylinder set down at
-//! rest on a 40 m slab rolled 1.5 mm to 0.37 m within 5 s depending on where it lay. And two
-//! cylinders or capsules lying side by side, axes parallel: parry gives two capsules their
-//! single closest point, at an arbitrary end of the overlap. The face's own normal is exact,
-//! and so are the lines along which a cylinder touches a plane and parallel axes touch each
-//! other. Elsewhere (a cap down, a line running off a face's rim, skewed axes) parry's manifold
-//! stands. Knows nothing of caches, reduction or bodies.
+//! Two such cases. A cylinder's side or a capsule resting on a face: parry finds it through
+//! GJK, which stops at a relative tolerance of about 1e-3 on a curved support map (and for a
+//! segment parallel to a face) and now and then goes further astray, then clips a segment turned
+//! to GJK's normal against the face. Normal and points were off by a milliradian and at times by
+//! tens of degrees: a cylinder set down at rest on a 40 m slab rolled 1.5 mm to 0.37 m within
+//! 5 s depending on where it lay, a capsule crept up to 1.2e-4 m. And two cylinders or capsules
+//! lying side by side, axes parallel: parry gives two capsules their single closest point, at an
+//! arbitrary end of the overlap. The face's own normal is exact, and so are the lines along
+//! which a cylinder or a capsule touches a plane and parallel axes touch each other. Elsewhere
+//! (a cap down, a line running off a face's rim, skewed axes) parry's manifold stands. Knows
+//! nothing of caches, reduction or bodies.
 
 use bevy_math::{DQuat, DVec3, Vec3};
 use parry3d::query::ContactManifold;
-use parry3d::shape::{Shape, SupportMap, Triangle, TypedShape};
+use parry3d::shape::{Capsule, Cylinder, Shape, SupportMap, Triangle, TypedShape};
 
 /// How far, as a cosine, parry's normal may be from the face's for the contact to count as the
 /// side resting on the face (60°): on cylinders resting on a slab, GJK's normal was seen 9° and
@@ -94,40 +95,41 @@ fn part(shape: &dyn Shape, subshape: u32) -> &dyn Shape {
         .map_or(shape, |(_, part)| part.as_ref())
 }
 
-/// `shape`'s part `subshape` as a cylinder, if it is one.
-fn cylinder(shape: &dyn Shape, subshape: u32) -> Option<&parry3d::shape::Cylinder> {
-    match shape.as_typed_shape() {
-        TypedShape::Cylinder(cylinder) => Some(cylinder),
-        TypedShape::Compound(compound) => compound
-            .shapes()
-            .get(subshape as usize)
-            .and_then(|(_, part)| part.as_cylinder()),
+/// A shape that can lie along a face, touching it along a line.
+enum Lying<'a> {
+    Cylinder(&'a Cylinder),
+    Capsule(&'a Capsule),
+}
+
+/// `shape`'s part `subshape` as a shape that can lie along a face, if it is one.
+fn lying(shape: &dyn Shape, subshape: u32) -> Option<Lying<'_>> {
+    match part(shape, subshape).as_typed_shape() {
+        TypedShape::Cylinder(cylinder) => Some(Lying::Cylinder(cylinder)),
+        TypedShape::Capsule(capsule) => Some(Lying::Capsule(capsule)),
         _ => None,
     }
 }
 
-/// A cylinder's side resting on a face: the exact line where they touch, if both its ends lie
-/// on the face.
+/// A cylinder's side or a capsule resting on a face: the exact line where they touch (for a
+/// capsule in any attitude, the lowest points of its two end spheres), if both its ends lie on
+/// the face.
 fn side_on_face(
     manifold: &ContactManifold<(), ()>,
     (first, second): (&dyn Shape, &dyn Shape),
     (rotation1, translation1): (DQuat, DVec3),
     (rotation2, translation2): (DQuat, DVec3),
 ) -> Option<[LineEnd; 2]> {
-    let (cylinder_first, cylinder) = match (
-        cylinder(first, manifold.subshape1),
-        cylinder(second, manifold.subshape2),
-    ) {
-        (Some(c), None) => (true, c),
-        (None, Some(c)) => (false, c),
+    let (lying_first, lying) = match (lying(first, manifold.subshape1), lying(second, manifold.subshape2)) {
+        (Some(shape), None) => (true, shape),
+        (None, Some(shape)) => (false, shape),
         _ => return None,
     };
-    let (cylinder_rotation, cylinder_translation) = if cylinder_first {
+    let (lying_rotation, lying_translation) = if lying_first {
         (rotation1, translation1)
     } else {
         (rotation2, translation2)
     };
-    let (flat, flat_subshape, flat_rotation, flat_translation, flat_normal) = if cylinder_first {
+    let (flat, flat_subshape, flat_rotation, flat_translation, flat_normal) = if lying_first {
         (second, manifold.subshape2, rotation2, translation2, manifold.local_n2)
     } else {
         (first, manifold.subshape1, rotation1, translation1, manifold.local_n1)
@@ -138,26 +140,38 @@ fn side_on_face(
     if face_normal.dot(parry_normal) < SAME_NORMAL {
         return None;
     }
-    let towards_face = cylinder_rotation.inverse() * -face_normal;
-    if towards_face.y.abs() >= 0.5 {
-        return None; // a cap faces it, as parry's support features tell the two apart
-    }
-    let radial = DVec3::new(towards_face.x, 0.0, towards_face.z).normalize();
+    let towards_face = lying_rotation.inverse() * -face_normal;
+    // The lowest points of the two ends, in the lying shape's frame.
+    let lowest = match lying {
+        Lying::Cylinder(cylinder) => {
+            if towards_face.y.abs() >= 0.5 {
+                return None; // a cap faces it, as parry's support features tell the two apart
+            }
+            let radial = DVec3::new(towards_face.x, 0.0, towards_face.z).normalize() * cylinder.radius as f64;
+            let half_height = DVec3::Y * cylinder.half_height as f64;
+            [radial - half_height, radial + half_height]
+        }
+        Lying::Capsule(capsule) => {
+            let radial = towards_face * capsule.radius as f64;
+            [
+                capsule.segment.a.as_dvec3() + radial,
+                capsule.segment.b.as_dvec3() + radial,
+            ]
+        }
+    };
     let plane = face_normal.dot(flat_translation + flat_rotation * on_face.as_dvec3());
-    let (radius, half_height) = (cylinder.radius as f64, cylinder.half_height as f64);
     let flat = part(flat, flat_subshape);
-    let end = |sign: f64| {
-        let local = radial * radius + DVec3::Y * (sign * half_height);
-        let on_cylinder = cylinder_translation + cylinder_rotation * local;
-        let gap = face_normal.dot(on_cylinder) - plane;
-        let on_face = on_cylinder - face_normal * gap;
+    let end = |local: DVec3| {
+        let on_lying = lying_translation + lying_rotation * local;
+        let gap = face_normal.dot(on_lying) - plane;
+        let on_face = on_lying - face_normal * gap;
         // Near the face's rim the line can pass beyond it, where the cylinder rests on the
         // rim instead: then parry's answer stands.
         let local = (flat_rotation.inverse() * (on_face - flat_translation)).as_vec3();
         let projected = flat.project_local_point(local, false).point;
-        let ends = if cylinder_first {
+        let ends = if lying_first {
             LineEnd {
-                on_first: on_cylinder,
+                on_first: on_lying,
                 on_second: on_face,
                 gap,
                 normal: face_normal,
@@ -165,14 +179,14 @@ fn side_on_face(
         } else {
             LineEnd {
                 on_first: on_face,
-                on_second: on_cylinder,
+                on_second: on_lying,
                 gap,
                 normal: -face_normal,
             }
         };
         ((projected - local).length() <= ON_FACE * local.length().max(1.0)).then_some(ends)
     };
-    Some([end(-1.0)?, end(1.0)?])
+    Some([end(lowest[0])?, end(lowest[1])?])
 }
 
 /// Where a cylinder or capsule touches: its axis segment's ends and its radius, in its frame.
