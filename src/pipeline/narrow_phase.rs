@@ -20,6 +20,7 @@ use parry3d::shape::{Shape, ShapeType};
 use super::PhysicsWorld;
 use super::manifold_view::{ManifoldView, WorldPose};
 use super::reduction::{Candidate, Reduction, suspect};
+use super::refine::part;
 use crate::resources::PhysicsSettings;
 
 /// One contact point between bodies `body1` and `body2` (indices into the step's bodies).
@@ -44,6 +45,14 @@ struct PairCache {
     manifolds: Vec<ContactManifold<(), ()>>,
     workspace: Option<ContactManifoldsWorkspace>,
     seen: bool,
+}
+
+impl PairCache {
+    /// Drops what parry would otherwise carry into the next query of the pair.
+    fn forget(&mut self) {
+        self.manifolds.clear();
+        self.workspace = None;
+    }
 }
 
 #[derive(Default)]
@@ -85,14 +94,11 @@ fn rolls(shape: &dyn Shape) -> bool {
 /// corners parry turns to the azimuth of that step's closest point, so they moved round the
 /// rim from step to step, and a stack of ten upright cylinders never came to rest.
 fn rolls_at(shape: &dyn Shape, subshape: u32, local_normal: Vec3) -> bool {
-    match shape.shape_type() {
-        ShapeType::Compound => shape
-            .as_compound()
-            .and_then(|compound| compound.shapes().get(subshape as usize))
-            .is_some_and(|(_, part)| rolls_at(part.as_ref(), 0, local_normal)),
+    let part = part(shape, subshape);
+    match part.shape_type() {
         // The side is where parry's own support features take it to be.
         ShapeType::Cylinder => local_normal.y.abs() < 0.5,
-        _ => rolls(shape),
+        _ => rolls(part),
     }
 }
 
@@ -142,8 +148,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         cache.seen = true;
         if body1.collider_changed || body2.collider_changed {
             // parry would carry the old shape's points until the pair turned or moved.
-            cache.manifolds.clear();
-            cache.workspace = None;
+            cache.forget();
         }
         let relative_speed = (body1.linear_velocity - body2.linear_velocity).length() as f32;
         let prediction = settings.contact_margin + relative_speed * dt as f32;
@@ -177,8 +182,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         // round got it right. This step only; the next asks in the usual order again.
         let swapped = cache.manifolds.iter().any(suspect);
         if swapped {
-            cache.manifolds.clear();
-            cache.workspace = None;
+            cache.forget();
             swapped_manifolds.clear();
             let mut workspace = None;
             let _ = DefaultQueryDispatcher.contact_manifolds(

@@ -95,11 +95,16 @@ const PLANE_TOLERANCE: f64 = 1e-4;
 /// other order; points still implausible are dropped.
 const DEPTH_SLACK: f32 = 1e-3;
 
+/// Whether the point is parry's closest points (by GJK), not one of the shapes' features.
+fn is_closest_points(point: &TrackedContact<()>) -> bool {
+    point.fid1 == PackedFeatureId::UNKNOWN && point.fid2 == PackedFeatureId::UNKNOWN
+}
+
 /// The least gap a point of the manifold may have (see [`DEPTH_SLACK`]).
 fn depth_floor(points: &[TrackedContact<()>]) -> f32 {
     let closest = points
         .iter()
-        .filter(|p| p.fid1 == PackedFeatureId::UNKNOWN && p.fid2 == PackedFeatureId::UNKNOWN)
+        .filter(|p| is_closest_points(p))
         .map(|p| p.dist)
         .fold(f32::INFINITY, f32::min);
     if closest.is_finite() {
@@ -115,9 +120,10 @@ fn depth_floor(points: &[TrackedContact<()>]) -> f32 {
 pub(super) fn suspect(manifold: &ContactManifold<(), ()>) -> bool {
     let points = &manifold.points;
     let floor = depth_floor(points);
-    let unknown = |p: &TrackedContact<()>| p.fid1 == PackedFeatureId::UNKNOWN && p.fid2 == PackedFeatureId::UNKNOWN;
     !points.is_empty()
-        && (!manifold.local_n1.is_normalized() || points.iter().all(unknown) || points.iter().any(|p| p.dist < floor))
+        && (!manifold.local_n1.is_normalized()
+            || points.iter().all(is_closest_points)
+            || points.iter().any(|p| p.dist < floor))
 }
 
 /// One contact point of a pair in world coordinates, before reduction.

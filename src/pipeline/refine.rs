@@ -88,7 +88,7 @@ fn nearest_face(shape: &dyn Shape, subshape: u32, towards: Vec3) -> Option<(Vec3
 }
 
 /// `shape`'s part `subshape` if it is a compound, else `shape`.
-fn part(shape: &dyn Shape, subshape: u32) -> &dyn Shape {
+pub(super) fn part(shape: &dyn Shape, subshape: u32) -> &dyn Shape {
     shape
         .as_compound()
         .and_then(|compound| compound.shapes().get(subshape as usize))
@@ -99,6 +99,20 @@ fn part(shape: &dyn Shape, subshape: u32) -> &dyn Shape {
 enum Lying<'a> {
     Cylinder(&'a Cylinder),
     Capsule(&'a Capsule),
+}
+
+impl Lying<'_> {
+    /// Its axis segment's ends and its radius, in its frame.
+    fn axis(&self) -> (Vec3, Vec3, f32) {
+        match self {
+            Lying::Capsule(capsule) => (capsule.segment.a, capsule.segment.b, capsule.radius),
+            Lying::Cylinder(cylinder) => (
+                Vec3::NEG_Y * cylinder.half_height,
+                Vec3::Y * cylinder.half_height,
+                cylinder.radius,
+            ),
+        }
+    }
 }
 
 /// `shape`'s part `subshape` as a shape that can lie along a face, if it is one.
@@ -189,19 +203,6 @@ fn side_on_face(
     Some([end(lowest[0])?, end(lowest[1])?])
 }
 
-/// Where a cylinder or capsule touches: its axis segment's ends and its radius, in its frame.
-fn axis(shape: &dyn Shape) -> Option<(Vec3, Vec3, f32)> {
-    match shape.as_typed_shape() {
-        TypedShape::Capsule(capsule) => Some((capsule.segment.a, capsule.segment.b, capsule.radius)),
-        TypedShape::Cylinder(cylinder) => Some((
-            Vec3::NEG_Y * cylinder.half_height,
-            Vec3::Y * cylinder.half_height,
-            cylinder.radius,
-        )),
-        _ => None,
-    }
-}
-
 /// How parallel, as a cosine, two axes must be for their shapes to touch along a line (0.1°):
 /// between skewed axes the two ends' gaps exceed the least gap between them by up to
 /// (θ·l/2)²/(2d), under 0.5 µm here for bodies a metre long and a metre apart. Beyond, parry's
@@ -219,8 +220,8 @@ fn side_by_side(
     (rotation1, translation1): (DQuat, DVec3),
     (rotation2, translation2): (DQuat, DVec3),
 ) -> Option<[LineEnd; 2]> {
-    let (a1, b1, radius1) = axis(part(first, manifold.subshape1))?;
-    let (a2, b2, radius2) = axis(part(second, manifold.subshape2))?;
+    let (a1, b1, radius1) = lying(first, manifold.subshape1)?.axis();
+    let (a2, b2, radius2) = lying(second, manifold.subshape2)?.axis();
     let world1 = |p: Vec3| translation1 + rotation1 * p.as_dvec3();
     let world2 = |p: Vec3| translation2 + rotation2 * p.as_dvec3();
     let (start1, end1, start2, end2) = (world1(a1), world1(b1), world2(a2), world2(b2));
