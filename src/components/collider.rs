@@ -5,7 +5,9 @@ use bevy_math::{Quat, Vec3};
 use bevy_reflect::prelude::*;
 use parry3d::math::Pose;
 pub use parry3d::shape::TriMeshFlags;
-use parry3d::shape::{Ball, Capsule, Cuboid, Cylinder, HeightFieldFlags, SharedShape, TypedShape};
+use parry3d::shape::{Ball, Capsule, Compound, Cuboid, Cylinder, HeightFieldFlags, SharedShape, TypedShape};
+
+use crate::pipeline::seams::{PartCones, part_cones};
 
 /// The shape of a body (or, without a [`RigidBody`](super::RigidBody), of static geometry),
 /// in the entity's local frame.
@@ -15,6 +17,8 @@ use parry3d::shape::{Ball, Capsule, Cuboid, Cylinder, HeightFieldFlags, SharedSh
 #[derive(Component, Clone)]
 pub struct Collider {
     shape: SharedShape,
+    /// For a compound whose parts share faces, each part's cone of outward normals of the union.
+    part_cones: Option<PartCones>,
 }
 
 impl std::fmt::Debug for Collider {
@@ -26,35 +30,27 @@ impl std::fmt::Debug for Collider {
 impl Collider {
     /// A box with full side lengths `x_length × y_length × z_length`, m.
     pub fn cuboid(x_length: f32, y_length: f32, z_length: f32) -> Self {
-        Self {
-            shape: SharedShape::cuboid(0.5 * x_length, 0.5 * y_length, 0.5 * z_length),
-        }
+        Self::of(SharedShape::cuboid(0.5 * x_length, 0.5 * y_length, 0.5 * z_length))
     }
 
     /// A ball of `radius`, m.
     pub fn sphere(radius: f32) -> Self {
-        Self {
-            shape: SharedShape::ball(radius),
-        }
+        Self::of(SharedShape::ball(radius))
     }
 
     /// A capsule along local Y: a cylinder of `length` capped by hemispheres of `radius`.
     pub fn capsule(radius: f32, length: f32) -> Self {
-        Self {
-            shape: SharedShape::capsule_y(0.5 * length, radius),
-        }
+        Self::of(SharedShape::capsule_y(0.5 * length, radius))
     }
 
     /// A cylinder along local Y of `radius` and full `height`.
     pub fn cylinder(radius: f32, height: f32) -> Self {
-        Self {
-            shape: SharedShape::cylinder(0.5 * height, radius),
-        }
+        Self::of(SharedShape::cylinder(0.5 * height, radius))
     }
 
     /// The convex hull of `points`; `None` if they span no volume.
     pub fn convex_hull(points: &[Vec3]) -> Option<Self> {
-        SharedShape::convex_hull(points).map(|shape| Self { shape })
+        SharedShape::convex_hull(points).map(Self::of)
     }
 
     /// A triangle mesh (for static geometry: it has no volume, so no mass); `None` if the
@@ -91,7 +87,7 @@ impl Collider {
     pub fn trimesh_with_flags(vertices: Vec<Vec3>, indices: Vec<[u32; 3]>, flags: TriMeshFlags) -> Option<Self> {
         SharedShape::trimesh_with_flags(vertices, indices, flags)
             .ok()
-            .map(|shape| Self { shape })
+            .map(Self::of)
     }
 
     /// A height field over the XZ plane: `heights` in row-major order with `rows × columns`
@@ -104,12 +100,18 @@ impl Collider {
             return None;
         }
         let matrix = parry3d::utils::Array2::new(rows, columns, heights);
-        Some(Self {
-            shape: SharedShape::heightfield_with_flags(matrix, scale, HeightFieldFlags::FIX_INTERNAL_EDGES),
-        })
+        Some(Self::of(SharedShape::heightfield_with_flags(
+            matrix,
+            scale,
+            HeightFieldFlags::FIX_INTERNAL_EDGES,
+        )))
     }
 
     /// Several shapes, each at a pose relative to the entity; `None` if `parts` is empty.
+    ///
+    /// Where two boxes or convex hulls among the parts share a face exactly (the tiles of a
+    /// floor, the blocks of a level), that face is inside the union: no contact pushes out
+    /// through it, so bodies slide and roll over the seam as over one surface.
     pub fn compound(parts: Vec<(Vec3, Quat, Collider)>) -> Option<Self> {
         if parts.is_empty() {
             return None;
@@ -118,14 +120,29 @@ impl Collider {
             .into_iter()
             .map(|(t, r, c)| (Pose::from_parts(t, r), c.shape))
             .collect();
+        let compound = Compound::new(parts);
         Some(Self {
-            shape: SharedShape::compound(parts),
+            part_cones: part_cones(&compound),
+            shape: SharedShape::new(compound),
         })
+    }
+
+    /// A collider of a shape that is not a compound.
+    fn of(shape: SharedShape) -> Self {
+        Self {
+            shape,
+            part_cones: None,
+        }
     }
 
     /// The parry3d shape.
     pub fn shape(&self) -> &SharedShape {
         &self.shape
+    }
+
+    /// For a compound whose parts share faces, each part's cone of outward normals of the union.
+    pub(crate) fn part_cones(&self) -> Option<&PartCones> {
+        self.part_cones.as_ref()
     }
 
     /// Why this shape cannot be simulated, if it cannot: zero, negative or non-finite sizes.
@@ -161,7 +178,7 @@ impl Collider {
                 if !(pose.translation.is_finite() && pose.rotation.is_finite()) {
                     return Some("compound part has a non-finite pose".to_string());
                 }
-                Collider { shape: part.clone() }.invalid_reason()
+                Collider::of(part.clone()).invalid_reason()
             }),
             _ => None,
         };

@@ -1,6 +1,6 @@
 //! Stage 3, reading parry's answers: a parry manifold's normal, points and feature ids in
 //! world coordinates (`f64`) and in the order of the pair, whichever order parry was asked in,
-//! and the lines of contact `refine` puts in their place. Knows nothing of caches, reduction or
+//! and the lines of contact `refine` and the points `seams` put in their place. Knows nothing of caches, reduction or
 //! bodies beyond their poses.
 
 use bevy_math::{DQuat, DVec3, Vec3};
@@ -8,7 +8,8 @@ use parry3d::math::Pose;
 use parry3d::query::{ContactManifold, TrackedContact};
 use parry3d::shape::Shape;
 
-use super::refine::{LineEnd, line_contact};
+use super::refine::{TouchPoint, line_contact};
+use super::seams::{PartCones, across_seam};
 
 /// A pose in `f64`. parry works in `f32`; its relative pose and its answers in the shapes' own
 /// frames are then only ~1e-7 off, where the same `f32` arithmetic on world coordinates would
@@ -97,7 +98,7 @@ impl<'a> ManifoldView<'a> {
 
     /// The line along which the shapes touch, where parry gives a point or two off it
     /// (`refine::line_contact`; `shapes` in the pair's order), turned to the pair's order.
-    pub fn line_contact(&self, (shape1, shape2): (&dyn Shape, &dyn Shape)) -> Option<[LineEnd; 2]> {
+    pub fn line_contact(&self, (shape1, shape2): (&dyn Shape, &dyn Shape)) -> Option<[TouchPoint; 2]> {
         let in_parry_order = if self.swapped {
             (shape2, shape1)
         } else {
@@ -110,15 +111,40 @@ impl<'a> ManifoldView<'a> {
             (self.second.rotation, self.second.translation),
         )?;
         Some(if self.swapped {
-            ends.map(|end| LineEnd {
-                on_first: end.on_second,
-                on_second: end.on_first,
-                gap: end.gap,
-                normal: -end.normal,
-            })
+            ends.map(TouchPoint::swapped)
         } else {
             ends
         })
+    }
+
+    /// The points replacing a manifold whose normal points through a cut between two parts of
+    /// a compound (`seams::across_seam`; `shapes` and their parts' `cones` in the pair's
+    /// order), turned to the pair's order and written to `points` with their feature ids.
+    pub fn across_seam(
+        &self,
+        shapes: (&dyn Shape, &dyn Shape),
+        cones: (Option<&PartCones>, Option<&PartCones>),
+        points: &mut Vec<(TouchPoint, u64)>,
+    ) -> Option<bool> {
+        let (shapes, cones) = if self.swapped {
+            ((shapes.1, shapes.0), (cones.1, cones.0))
+        } else {
+            (shapes, cones)
+        };
+        let replaced = across_seam(
+            self.manifold,
+            shapes,
+            cones,
+            (self.first.rotation, self.first.translation),
+            (self.second.rotation, self.second.translation),
+            points,
+        )?;
+        if self.swapped {
+            for (point, _) in points.iter_mut() {
+                *point = point.swapped();
+            }
+        }
+        Some(replaced)
     }
 
     /// A point's positions on the pair's first and second shapes, and their feature ids.

@@ -2,8 +2,8 @@
 //!
 //! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
 //! (contact points; with `manifold_view`, parry's answers in world coordinates, `refine`, exact
-//! lines of contact along cylinders and capsules, and `reduction`, which points the solver
-//! gets) → [`solve`] (islands, CANAL) → [`integrate`] (poses) → [`write_back`] (simulation
+//! lines of contact along cylinders and capsules, `seams`, no contact through the cuts between
+//! a compound's parts, and `reduction`, which points the solver gets) → [`solve`] (islands, CANAL) → [`integrate`] (poses) → [`write_back`] (simulation
 //! bodies → ECS, contacts, statistics).
 //!
 //! Stages communicate through the [`PhysicsWorld`] resource; only `prepare` and `write_back`
@@ -17,6 +17,7 @@ pub(crate) mod narrow_phase;
 pub(crate) mod prepare;
 mod reduction;
 mod refine;
+pub(crate) mod seams;
 mod shape_cache;
 pub(crate) mod solve;
 mod world;

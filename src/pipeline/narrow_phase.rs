@@ -3,9 +3,9 @@
 //! Owns the per-pair manifold caches (parry reuses their points while a pair turns little, except
 //! where a shape rolls; dropped when either collider changes), the speculative margin, and the
 //! stable id of each point (pair + feature ids) that the solver warm starts by, and asks parry
-//! again when its answer is suspect. Reading a manifold is [`super::manifold_view`]'s, which
-//! points of it are kept [`super::reduction`]'s. Produces [`GeneratedContact`]s; knows nothing
-//! of islands or impulses.
+//! again when its answer is suspect. Reading a manifold is [`super::manifold_view`]'s, its
+//! corrections [`super::seams`]' and [`super::refine`]'s, which points of it are kept
+//! [`super::reduction`]'s. Produces [`GeneratedContact`]s; knows nothing of islands or impulses.
 
 use bevy_platform::collections::HashMap;
 use std::time::Instant;
@@ -20,7 +20,7 @@ use parry3d::shape::{Shape, ShapeType};
 use super::PhysicsWorld;
 use super::manifold_view::{ManifoldView, WorldPose};
 use super::reduction::{Candidate, Reduction, suspect};
-use super::refine::part;
+use super::refine::{LINE_END_IDS, TouchPoint, part};
 use crate::resources::PhysicsSettings;
 
 /// One contact point between bodies `body1` and `body2` (indices into the step's bodies).
@@ -61,6 +61,8 @@ pub(crate) struct NarrowPhase {
     reduction: Reduction,
     /// A pair's manifolds asked for with its shapes swapped, for this step only.
     swapped_manifolds: Vec<ContactManifold<(), ()>>,
+    /// The points replacing one manifold across a seam (`seams`), with their feature ids.
+    seam_points: Vec<(TouchPoint, u64)>,
 }
 
 /// Whether the point where a shape touches moves over its surface as it rolls. parry keeps a
@@ -111,11 +113,6 @@ fn is_composite(shape: &dyn Shape) -> bool {
     )
 }
 
-/// Ids of the two ends of a line of contact (`refine::line_contact`): the ids parry gives the
-/// ends of its segment along a cylinder's side, so that they stay apart from any point parry
-/// numbers.
-const LINE_END_IDS: [u64; 2] = [1 << 32 | 1, 1 << 32 | 11];
-
 pub(super) fn mix(hash: u64, value: u64) -> u64 {
     (hash ^ value).wrapping_mul(0x100_0000_01b3).rotate_left(29)
 }
@@ -143,6 +140,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             cache,
             reduction,
             swapped_manifolds,
+            seam_points,
         } = &mut world.narrow_phase;
         let cache = cache.entry((body1.entity, body2.entity)).or_default();
         cache.seen = true;
@@ -224,18 +222,27 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             });
         };
         let composite = is_composite(shape1) || is_composite(shape2);
+        let cones = (c1.part_cones(), c2.part_cones());
         for view in manifolds.iter().map(|m| ManifoldView::new(m, swapped, pose1, pose2)) {
             let Some(normal) = view.normal() else { continue };
             let (subshape1, subshape2) = view.subshapes();
             let manifold_hash = mix(mix(pair_hash, subshape1 as u64), subshape2 as u64);
+            let touching = |point: &TouchPoint, feature: u64| Candidate {
+                point: (point.on_first + point.on_second) * 0.5,
+                on_surface2: point.on_second,
+                normal: point.normal,
+                gap: point.gap,
+                id: mix(manifold_hash, feature),
+            };
+            if let Some(replaced) = view.across_seam((shape1, shape2), cones, seam_points) {
+                if replaced {
+                    let points = seam_points.iter().map(|(point, feature)| touching(point, *feature));
+                    reduction.take_points(points, composite, |c| contact(c, manifold_hash));
+                }
+                continue;
+            }
             if let Some(ends) = view.line_contact((shape1, shape2)) {
-                let ends = ends.into_iter().zip(LINE_END_IDS).map(|(end, id)| Candidate {
-                    point: (end.on_first + end.on_second) * 0.5,
-                    on_surface2: end.on_second,
-                    normal: end.normal,
-                    gap: end.gap,
-                    id: mix(manifold_hash, id),
-                });
+                let ends = ends.iter().zip(LINE_END_IDS).map(|(end, id)| touching(end, id));
                 reduction.take_points(ends, composite, |c| contact(c, manifold_hash));
                 continue;
             }

@@ -93,7 +93,7 @@ const PLANE_TOLERANCE: f64 = 1e-4;
 /// normal turned 176° and four points 2.0 m deep beside a closest point 6e-8 m deep, and was
 /// pushed into the slab at 1 m/s. The narrow phase then asks parry again with the shapes in the
 /// other order; points still implausible are dropped.
-const DEPTH_SLACK: f32 = 1e-3;
+pub(super) const DEPTH_SLACK: f32 = 1e-3;
 
 /// Whether the point is parry's closest points (by GJK), not one of the shapes' features.
 fn is_closest_points(point: &TrackedContact<()>) -> bool {

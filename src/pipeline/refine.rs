@@ -17,6 +17,10 @@ use bevy_math::{DQuat, DVec3, Vec3};
 use parry3d::query::ContactManifold;
 use parry3d::shape::{Capsule, Cylinder, Shape, SupportMap, Triangle, TypedShape};
 
+/// Ids of the two ends of a line of contact: the ids parry gives the ends of its segment along a
+/// cylinder's side, so that they stay apart from any point parry numbers.
+pub(super) const LINE_END_IDS: [u64; 2] = [1 << 32 | 1, 1 << 32 | 11];
+
 /// How far, as a cosine, parry's normal may be from the face's for the contact to count as the
 /// side resting on the face (60°): on cylinders resting on a slab, GJK's normal was seen 9° and
 /// 42° off. Whether the side rests on the face and not on its rim is told by where the line's
@@ -27,15 +31,27 @@ const SAME_NORMAL: f64 = 0.5;
 /// end of the line may fall and still count as on its face: a few `f32` rounding steps.
 const ON_FACE: f32 = 1e-6;
 
-/// One end of a line along which two shapes touch, in world coordinates, for the two shapes in
-/// a given order (parry's, from [`line_contact`]).
+/// A point where two shapes touch — one end of a line of contact, or a point across a seam
+/// (`seams`) — in world coordinates, for the two shapes in a given order (parry's).
 #[derive(Clone, Copy)]
-pub(super) struct LineEnd {
+pub(super) struct TouchPoint {
     pub on_first: DVec3,
     pub on_second: DVec3,
     pub gap: f64,
     /// Unit, out of the second shape towards the first.
     pub normal: DVec3,
+}
+
+impl TouchPoint {
+    /// The same point for the shapes in the other order.
+    pub fn swapped(self) -> Self {
+        Self {
+            on_first: self.on_second,
+            on_second: self.on_first,
+            gap: self.gap,
+            normal: -self.normal,
+        }
+    }
 }
 
 /// The line along which `manifold`'s shapes (`first` and `second`, in parry's order, at the
@@ -46,18 +62,18 @@ pub(super) fn line_contact(
     shapes: (&dyn Shape, &dyn Shape),
     pose1: (DQuat, DVec3),
     pose2: (DQuat, DVec3),
-) -> Option<[LineEnd; 2]> {
+) -> Option<[TouchPoint; 2]> {
     if manifold.points.is_empty() {
         return None;
     }
-    side_on_face(manifold, shapes, pose1, pose2).or_else(|| side_by_side(manifold, shapes, pose1, pose2))
+    side_on_face(manifold, shapes, pose1, pose2, None).or_else(|| side_by_side(manifold, shapes, pose1, pose2))
 }
 
 /// The face of `shape`'s part `subshape` whose normal is nearest `towards` (parry's normal out
 /// of it), as its unit normal and a point of it in the part's frame: exact where parry's normal
 /// and points are not. Taken from the geometry, not from the contact's feature ids, which
 /// parry numbers differently in its contact and its normal queries.
-fn nearest_face(shape: &dyn Shape, subshape: u32, towards: Vec3) -> Option<(Vec3, Vec3)> {
+pub(super) fn nearest_face(shape: &dyn Shape, subshape: u32, towards: Vec3) -> Option<(Vec3, Vec3)> {
     let triangle = |triangle: Triangle| {
         let normal = triangle.normal()?;
         Some((if normal.dot(towards) < 0.0 { -normal } else { normal }, triangle.a))
@@ -126,13 +142,15 @@ fn lying(shape: &dyn Shape, subshape: u32) -> Option<Lying<'_>> {
 
 /// A cylinder's side or a capsule resting on a face: the exact line where they touch (for a
 /// capsule in any attitude, the lowest points of its two end spheres), if both its ends lie on
-/// the face.
-fn side_on_face(
+/// the face. The face is the flat shape's nearest parry's normal, or `face` (normal and a
+/// point of it, in the part's frame) where that normal was turned (`seams`).
+pub(super) fn side_on_face(
     manifold: &ContactManifold<(), ()>,
     (first, second): (&dyn Shape, &dyn Shape),
     (rotation1, translation1): (DQuat, DVec3),
     (rotation2, translation2): (DQuat, DVec3),
-) -> Option<[LineEnd; 2]> {
+    face: Option<(Vec3, Vec3)>,
+) -> Option<[TouchPoint; 2]> {
     let (lying_first, lying) = match (lying(first, manifold.subshape1), lying(second, manifold.subshape2)) {
         (Some(shape), None) => (true, shape),
         (None, Some(shape)) => (false, shape),
@@ -148,12 +166,18 @@ fn side_on_face(
     } else {
         (first, manifold.subshape1, rotation1, translation1, manifold.local_n1)
     };
-    let (face, on_face) = nearest_face(flat, flat_subshape, flat_normal)?;
-    let parry_normal = (flat_rotation * flat_normal.as_dvec3()).normalize_or_zero();
+    let (face, on_face) = match face {
+        Some(face) => face,
+        None => {
+            let (face, on_face) = nearest_face(flat, flat_subshape, flat_normal)?;
+            let parry_normal = (flat_rotation * flat_normal.as_dvec3()).normalize_or_zero();
+            if (flat_rotation * face.as_dvec3()).dot(parry_normal) < SAME_NORMAL {
+                return None;
+            }
+            (face, on_face)
+        }
+    };
     let face_normal = (flat_rotation * face.as_dvec3()).normalize_or_zero();
-    if face_normal.dot(parry_normal) < SAME_NORMAL {
-        return None;
-    }
     let towards_face = lying_rotation.inverse() * -face_normal;
     // The lowest points of the two ends, in the lying shape's frame.
     let lowest = match lying {
@@ -184,14 +208,14 @@ fn side_on_face(
         let local = (flat_rotation.inverse() * (on_face - flat_translation)).as_vec3();
         let projected = flat.project_local_point(local, false).point;
         let ends = if lying_first {
-            LineEnd {
+            TouchPoint {
                 on_first: on_lying,
                 on_second: on_face,
                 gap,
                 normal: face_normal,
             }
         } else {
-            LineEnd {
+            TouchPoint {
                 on_first: on_face,
                 on_second: on_lying,
                 gap,
@@ -219,7 +243,7 @@ fn side_by_side(
     (first, second): (&dyn Shape, &dyn Shape),
     (rotation1, translation1): (DQuat, DVec3),
     (rotation2, translation2): (DQuat, DVec3),
-) -> Option<[LineEnd; 2]> {
+) -> Option<[TouchPoint; 2]> {
     let (a1, b1, radius1) = lying(first, manifold.subshape1)?.axis();
     let (a2, b2, radius2) = lying(second, manifold.subshape2)?.axis();
     let world1 = |p: Vec3| translation1 + rotation1 * p.as_dvec3();
@@ -244,7 +268,7 @@ fn side_by_side(
         let apart = on_axis1 - on_axis2;
         let distance = apart.length();
         let normal = apart.try_normalize()?;
-        Some(LineEnd {
+        Some(TouchPoint {
             on_first: on_axis1 - normal * radius1,
             on_second: on_axis2 + normal * radius2,
             gap: distance - radius1 - radius2,
