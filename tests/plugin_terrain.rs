@@ -101,10 +101,11 @@ fn launch(floor: Floor, shape: Collider, y: f32, velocity: Vec3, spin: Vec3, ste
 /// between tiles, before it stops. Without parry's internal-edge fix it caught on the triangles:
 /// on the mesh and the height field it stopped after 0.47 m and hopped 8 cm, where on a slab it
 /// slides 1.504 m. At the tiles' seams it met the next tile's side face: it stopped after 0.61 m
-/// and hopped 7 cm, and a hull of the same box's corners after 0.16 m. The hull, taken through
-/// GJK rather than parry's box–box test, is checked on every floor too.
+/// and hopped 7 cm, a hull of the same box's corners after 0.16 m, a cylinder on its cap after
+/// 0.41 m. The hull and the cylinder, taken through GJK rather than parry's box–box test, are
+/// checked on every floor too.
 #[test]
-fn a_box_slides_as_far_over_seams_as_on_one_slab() {
+fn a_box_a_hull_and_a_cylinder_slide_as_far_over_seams_as_on_one_slab() {
     let corners: Vec<Vec3> = (0..8)
         .map(|k| {
             Vec3::new(
@@ -117,6 +118,7 @@ fn a_box_slides_as_far_over_seams_as_on_one_slab() {
     let bodies = [
         ("box", Collider::cuboid(1.0, 1.0, 1.0)),
         ("hull", Collider::convex_hull(&corners).unwrap()),
+        ("cylinder", Collider::cylinder(0.5, 1.0)),
     ];
     for (name, shape) in bodies {
         let slide = |floor| launch(floor, shape.clone(), 0.5, Vec3::X * 3.0, Vec3::ZERO, 150);
@@ -199,5 +201,53 @@ fn a_box_sticks_on_a_sloped_mesh_on_at_most_eight_points() {
         println!("{floor:?}: moved {moved:.1e} m in 2 s on {contacts} points");
         assert!(moved < 1e-6, "{floor:?}: moved {moved} m");
         assert!((4..=8).contains(&contacts), "{floor:?}: {contacts} points");
+    }
+}
+
+/// A wheel (a cylinder lying on its side) and a log (a capsule) rolling at 3 m/s without
+/// slipping, headed along the grid and across it, keep their speed, height and line on every
+/// floor. parry's GJK found no contact at all between a rolling cylinder and a slab or a mesh
+/// once every few dozen steps: the wheel fell by g·dt² and lost up to 4.5e-3 m/s. Across the
+/// tiles' seams, a line of contact half on each tile was found on neither, and the wheel lost
+/// 1.6e-2 m/s. (Headed along the grid, a log over a height field loses its contact for a step
+/// whenever its axis lies exactly over a cell's edge, as a ball does: parry 0.31. That heading
+/// is left out there.)
+#[test]
+fn a_wheel_and_a_log_roll_straight_on_every_floor() {
+    let lying = |heading: f32, shape: Collider| {
+        let along = Quat::from_rotation_y(heading) * Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
+        Collider::compound(vec![(Vec3::ZERO, along, shape)]).unwrap()
+    };
+    for heading in [0.0_f32, 0.31, 1.3] {
+        let direction = Vec3::new(heading.cos(), 0.0, -heading.sin());
+        let rollers = [
+            ("wheel", lying(heading, Collider::cylinder(0.5, 0.3)), 0.5),
+            ("log", lying(heading, Collider::capsule(0.3, 1.0)), 0.3),
+        ];
+        for (name, shape, radius) in rollers {
+            for floor in [Floor::Slab, Floor::Mesh, Floor::HeightField, Floor::Tiles] {
+                if heading == 0.0 && name == "log" && matches!(floor, Floor::HeightField) {
+                    continue;
+                }
+                let spin = Vec3::Y.cross(direction) * 3.0 / radius;
+                let path = launch(floor, shape.clone(), radius, direction * 3.0, spin, 240);
+                let worst_speed = path.iter().map(|(_, v)| (v.length() - 3.0).abs()).fold(0.0, f64::max);
+                let worst_height = path
+                    .iter()
+                    .map(|(p, _)| (p.y - radius as f64).abs())
+                    .fold(0.0, f64::max);
+                let (end, _) = *path.last().unwrap();
+                let off_line = ((end - START) * DVec3::new(1.0, 0.0, 1.0))
+                    .cross(direction.as_dvec3())
+                    .length();
+                println!(
+                    "{name} headed {heading} rad on {floor:?}: speed off by up to {worst_speed:.1e} m/s, height by {worst_height:.1e} m, line by {off_line:.1e} m"
+                );
+                let what = format!("{name} headed {heading} rad on {floor:?}");
+                assert!(worst_speed < 1e-6, "{what}: speed off by {worst_speed} m/s");
+                assert!(worst_height < 1e-6, "{what}: height off by {worst_height} m");
+                assert!(off_line < 1e-5, "{what}: {off_line} m off its line");
+            }
+        }
     }
 }

@@ -112,7 +112,7 @@ pub(super) fn part(shape: &dyn Shape, subshape: u32) -> &dyn Shape {
 }
 
 /// A shape that can lie along a face, touching it along a line.
-enum Lying<'a> {
+pub(super) enum Lying<'a> {
     Cylinder(&'a Cylinder),
     Capsule(&'a Capsule),
 }
@@ -132,7 +132,7 @@ impl Lying<'_> {
 }
 
 /// `shape`'s part `subshape` as a shape that can lie along a face, if it is one.
-fn lying(shape: &dyn Shape, subshape: u32) -> Option<Lying<'_>> {
+pub(super) fn lying(shape: &dyn Shape, subshape: u32) -> Option<Lying<'_>> {
     match part(shape, subshape).as_typed_shape() {
         TypedShape::Cylinder(cylinder) => Some(Lying::Cylinder(cylinder)),
         TypedShape::Capsule(capsule) => Some(Lying::Capsule(capsule)),
@@ -143,7 +143,8 @@ fn lying(shape: &dyn Shape, subshape: u32) -> Option<Lying<'_>> {
 /// A cylinder's side or a capsule resting on a face: the exact line where they touch (for a
 /// capsule in any attitude, the lowest points of its two end spheres), if both its ends lie on
 /// the face. The face is the flat shape's nearest parry's normal, or `face` (normal and a
-/// point of it, in the part's frame) where that normal was turned (`seams`).
+/// point of it, in the part's frame) where that normal was turned (`seams`): the line is then
+/// given whole, since the face runs on across a seam, and the caller clips it.
 pub(super) fn side_on_face(
     manifold: &ContactManifold<(), ()>,
     (first, second): (&dyn Shape, &dyn Shape),
@@ -166,6 +167,7 @@ pub(super) fn side_on_face(
     } else {
         (first, manifold.subshape1, rotation1, translation1, manifold.local_n1)
     };
+    let given = face.is_some();
     let (face, on_face) = match face {
         Some(face) => face,
         None => {
@@ -205,8 +207,11 @@ pub(super) fn side_on_face(
         let on_face = on_lying - face_normal * gap;
         // Near the face's rim the line can pass beyond it, where the cylinder rests on the
         // rim instead: then parry's answer stands.
-        let local = (flat_rotation.inverse() * (on_face - flat_translation)).as_vec3();
-        let projected = flat.project_local_point(local, false).point;
+        let on_part = || {
+            let local = (flat_rotation.inverse() * (on_face - flat_translation)).as_vec3();
+            let projected = flat.project_local_point(local, false).point;
+            (projected - local).length() <= ON_FACE * local.length().max(1.0)
+        };
         let ends = if lying_first {
             TouchPoint {
                 on_first: on_lying,
@@ -222,7 +227,7 @@ pub(super) fn side_on_face(
                 normal: -face_normal,
             }
         };
-        ((projected - local).length() <= ON_FACE * local.length().max(1.0)).then_some(ends)
+        (given || on_part()).then_some(ends)
     };
     Some([end(lowest[0])?, end(lowest[1])?])
 }

@@ -7,23 +7,26 @@
 //! seam's, until the box is over the tile by more than it sinks in) and stopped after 0.61 m
 //! where on one slab it slides 1.50 m; a ball rolling over the seams lost 0.31 m/s. parry's
 //! [`CompoundFlags::FIX_INTERNAL_EDGES`] computes each part's cone of outward normals of the
-//! union, and its box–box test ignores them while its convex–convex test, given them, drops a
-//! resting hull's points that the corrected normal leaves a few `f32` steps deeper than GJK's.
-//! So the cones are computed by parry once per collider ([`part_cones`]) and applied here.
+//! union, but its box–box test ignores them, and its convex–convex test, given them, drops the
+//! points the turned normal makes more than five times deeper than GJK's: a hull resting on
+//! the tiles lost its contacts. So the cones are computed by parry once per collider
+//! ([`part_cones`]) and applied here.
 //!
 //! Owns the test of a manifold's normal against its part's cone and the contact that replaces
 //! it where the normal pointed through a cut: the other shape's points against the plane of
-//! the part's face the normal is turned onto. Knows nothing of caches, reduction or bodies.
+//! the part's face the normal is turned onto — parry's points on a flat feature, a lying
+//! cylinder's or capsule's line (`refine`) clipped to the part, a curved side's lowest point.
+//! Knows nothing of caches, reduction or bodies.
 
 use std::sync::Arc;
 
 use bevy_math::{DQuat, DVec3, Vec3};
-use parry3d::query::ContactManifold;
 use parry3d::query::details::NormalConstraints;
+use parry3d::query::{ContactManifold, Ray};
 use parry3d::shape::{Compound, CompoundFlags, CompoundPseudoNormals, Shape, ShapeType};
 
 use super::reduction::DEPTH_SLACK;
-use super::refine::{LINE_END_IDS, TouchPoint, nearest_face, part, side_on_face};
+use super::refine::{LINE_END_IDS, TouchPoint, lying, nearest_face, part, side_on_face};
 
 /// Each part's cone of outward normals of the union (`None` for a part with curved sides,
 /// which shares no face).
@@ -51,15 +54,15 @@ fn part_cone(cones: Option<&PartCones>, subshape: u32) -> Option<&CompoundPseudo
     cones?.get(subshape as usize)?.as_ref()
 }
 
-/// How far, as `1 − cos`, parry's normal may be turned by its part's cone and still stand: the
+/// How far, as `1 − cos`, a normal may be from a face's and still count as that face's: the
 /// cone's projection rounds in `f32`.
 const UNTURNED: f32 = 1e-6;
 
 /// Where `manifold`'s normal out of a compound part (of `first` or `second`, in parry's order,
 /// with `cones` their parts' cones and at the world rotations and translations of the parts
 /// touching) points through a cut, the points that replace it, written to `points`: `Some(true)`
-/// with them, `Some(false)` when the manifold is dropped (the part lies buried in the union),
-/// `None` when parry's manifold stands.
+/// with them, `Some(false)` when the manifold is dropped (the part lies buried in the union, or
+/// the face lies where the shapes do not meet), `None` when parry's manifold stands.
 pub(super) fn across_seam(
     manifold: &ContactManifold<(), ()>,
     (first, second): (&dyn Shape, &dyn Shape),
@@ -85,7 +88,16 @@ pub(super) fn across_seam(
         points.clear();
         return Some(false);
     };
-    if turned.dot(outward) >= 1.0 - UNTURNED {
+    let (other, other_subshape) = if flat_first {
+        (second, manifold.subshape2)
+    } else {
+        (first, manifold.subshape1)
+    };
+    let turned_by_cone = turned != outward;
+    // A cylinder's side or a capsule goes through GJK, whose normal is never quite the
+    // face's: their exact line is taken wherever the normal is a face's, turned or not.
+    let lying_other = lying(other, other_subshape).is_some();
+    if !turned_by_cone && !lying_other {
         return None;
     }
     // Turned onto a face of the part, the contact is that face's plane; turned into the cone of
@@ -96,11 +108,6 @@ pub(super) fn across_seam(
     }
     let ((flat_rotation, flat_translation), (other_rotation, other_translation)) =
         if flat_first { (pose1, pose2) } else { (pose2, pose1) };
-    let (other, other_subshape) = if flat_first {
-        (second, manifold.subshape2)
-    } else {
-        (first, manifold.subshape1)
-    };
     let normal = (flat_rotation * face.as_dvec3()).normalize();
     let plane = normal.dot(flat_translation + flat_rotation * on_face.as_dvec3());
     let touch = |on_other: DVec3| {
@@ -122,33 +129,55 @@ pub(super) fn across_seam(
             }
         }
     };
+    // Where the other shape touches with a flat feature, parry's points on it stay where they
+    // are and are measured against the plane.
+    let parrys_points = |points: &mut Vec<(TouchPoint, u64)>| {
+        points.extend(manifold.points.iter().map(|point| {
+            let (local, feature) = if flat_first {
+                (point.local_p2, point.fid2.0)
+            } else {
+                (point.local_p1, point.fid1.0)
+            };
+            (
+                touch(other_translation + other_rotation * local.as_dvec3()),
+                feature as u64,
+            )
+        }));
+    };
     points.clear();
     let other = part(other, other_subshape);
-    match other.shape_type() {
-        // Flat faces: parry's points on them stay where the other shape touches.
-        ShapeType::Cuboid | ShapeType::ConvexPolyhedron | ShapeType::Triangle => {
-            points.extend(manifold.points.iter().map(|point| {
-                let (local, feature) = if flat_first {
-                    (point.local_p2, point.fid2.0)
-                } else {
-                    (point.local_p1, point.fid1.0)
-                };
-                (
-                    touch(other_translation + other_rotation * local.as_dvec3()),
-                    feature as u64,
-                )
-            }));
-        }
-        // A cylinder's side or a capsule along the face touches it along a line, as in
-        // `refine`; any other curved side at its lowest point along the turned normal.
-        _ => match side_on_face(manifold, (first, second), pose1, pose2, Some((face, on_face))) {
-            Some(ends) => points.extend(ends.into_iter().zip(LINE_END_IDS)),
-            None => {
-                let towards_face: Vec3 = (other_rotation.inverse() * -normal).as_vec3();
-                let lowest = other.as_support_map()?.local_support_point_toward(towards_face);
-                points.push((touch(other_translation + other_rotation * lowest.as_dvec3()), 0));
+    if lying_other {
+        match side_on_face(manifold, (first, second), pose1, pose2, Some((face, on_face))) {
+            // Along the face: the line, clipped to this part, so that a line across a seam is
+            // shared between the parts on either side.
+            Some([start, end]) => {
+                let on_flat = |point: &TouchPoint| if flat_first { point.on_first } else { point.on_second };
+                let part = part(flat, flat_subshape);
+                let pose = (flat_rotation, flat_translation);
+                if let Some((from, to)) = clip(part, pose, normal, on_flat(&start), on_flat(&end)) {
+                    let at = |t: f64| TouchPoint {
+                        on_first: start.on_first.lerp(end.on_first, t),
+                        on_second: start.on_second.lerp(end.on_second, t),
+                        gap: start.gap + (end.gap - start.gap) * t,
+                        normal: start.normal,
+                    };
+                    points.extend([at(from), at(to)].into_iter().zip(LINE_END_IDS));
+                }
             }
-        },
+            // A cylinder's cap down, flat.
+            None if turned_by_cone => parrys_points(points),
+            None => return None,
+        }
+    } else if matches!(
+        other.shape_type(),
+        ShapeType::Cuboid | ShapeType::ConvexPolyhedron | ShapeType::Triangle
+    ) {
+        parrys_points(points);
+    } else {
+        // A curved side touches the plane at its lowest point along the turned normal.
+        let towards_face: Vec3 = (other_rotation.inverse() * -normal).as_vec3();
+        let lowest = other.as_support_map()?.local_support_point_toward(towards_face);
+        points.push((touch(other_translation + other_rotation * lowest.as_dvec3()), 0));
     }
     // A normal along a cut is as near the face behind the part as the one the other shape
     // is on, and may be turned onto the wrong one: a hull sliding over a seam was put a tile's
@@ -166,4 +195,25 @@ pub(super) fn across_seam(
         return Some(false);
     }
     Some(true)
+}
+
+/// How far inside a part, m, a line on its face is clipped to it: a ray along the face itself
+/// grazes it, and `f32` rounding decides whether it hits.
+const INSET: f32 = 1e-4;
+
+/// The stretch, as fractions from `start` to `end`, of a line on a face of `part` (at `pose`,
+/// `normal` the face's outward normal in the world) that lies on the part's face.
+fn clip(
+    part: &dyn Shape,
+    (rotation, translation): (DQuat, DVec3),
+    normal: DVec3,
+    start: DVec3,
+    end: DVec3,
+) -> Option<(f64, f64)> {
+    let inside = (rotation.inverse() * normal).as_vec3() * -INSET;
+    let local = |p: DVec3| (rotation.inverse() * (p - translation)).as_vec3() + inside;
+    let (start, end) = (local(start), local(end));
+    let from = part.cast_local_ray(&Ray::new(start, end - start), 1.0, true)?;
+    let to = 1.0 - part.cast_local_ray(&Ray::new(end, start - end), 1.0, true)?;
+    (from <= to).then_some((from as f64, to as f64))
 }
