@@ -12,6 +12,9 @@
 //! the tiles lost its contacts. So the cones are computed by parry once per collider
 //! ([`part_cones`]) and applied here.
 //!
+//! Between two compounds (a bar of two cubes sliding over the tiles) each side's cone is asked,
+//! and the first that turns the normal by more than round-off decides.
+//!
 //! Owns the test of a manifold's normal against its part's cone and the contact that replaces
 //! it where the normal pointed through a cut: the other shape's points against the plane of
 //! the part's face the normal is turned onto — parry's points on a flat feature, a lying
@@ -54,6 +57,12 @@ fn part_cone(cones: Option<&PartCones>, subshape: u32) -> Option<&CompoundPseudo
     cones?.get(subshape as usize)?.as_ref()
 }
 
+/// How far, as `1 − cos`, a cone may turn a normal and leave it standing: parry's normals on a
+/// part's own face are a few µrad off in `f32` (3e-6 rad seen), and the cone turns them onto the
+/// face. Turned that little, the normal is the part's own face's, and the other side's cone may
+/// still have to turn it (two compounds).
+const ROUND_OFF_TURN: f64 = 1e-10;
+
 /// How far, as `1 − cos`, a normal may be from a face's and still count as that face's: the
 /// cone's projection rounds in `f32`.
 const UNTURNED: f32 = 1e-6;
@@ -71,35 +80,54 @@ pub(super) fn across_seam(
     pose2: (DQuat, DVec3),
     points: &mut Vec<(TouchPoint, u64)>,
 ) -> Option<bool> {
-    // The compound side, as: shape, its part's cone, subshape, its outward normal, whether it
-    // is parry's first.
-    let (flat, cone, flat_subshape, outward, flat_first) = match (
-        part_cone(cones1, manifold.subshape1),
-        part_cone(cones2, manifold.subshape2),
-    ) {
-        (Some(cone), _) => (first, cone, manifold.subshape1, manifold.local_n1, true),
-        (None, Some(cone)) => (second, cone, manifold.subshape2, manifold.local_n2, false),
-        (None, None) => return None,
-    };
     if manifold.points.is_empty() {
         return None;
     }
-    let Some(turned) = cone.project_local_normal(outward) else {
-        points.clear();
-        return Some(false);
-    };
+    // The side whose part's cone turns the normal (for two compounds, the first that does), as:
+    // whether it is parry's first, its shape and subshape, the normal turned, whether it was.
+    let mut chosen = None;
+    for flat_first in [true, false] {
+        let (flat, cones, flat_subshape, outward, other, other_subshape) = if flat_first {
+            (
+                first,
+                cones1,
+                manifold.subshape1,
+                manifold.local_n1,
+                second,
+                manifold.subshape2,
+            )
+        } else {
+            (
+                second,
+                cones2,
+                manifold.subshape2,
+                manifold.local_n2,
+                first,
+                manifold.subshape1,
+            )
+        };
+        let Some(cone) = part_cone(cones, flat_subshape) else {
+            continue;
+        };
+        let Some(turned) = cone.project_local_normal(outward) else {
+            points.clear();
+            return Some(false);
+        };
+        // A cylinder's side or a capsule goes through GJK, whose normal is never quite the
+        // face's: their exact line is taken wherever the normal is a face's, turned or not.
+        let turned_by_cone = turned.as_dvec3().dot(outward.as_dvec3()) < 1.0 - ROUND_OFF_TURN;
+        if turned_by_cone || lying(other, other_subshape).is_some() {
+            chosen = Some((flat_first, flat, flat_subshape, turned, turned_by_cone));
+            break;
+        }
+    }
+    let (flat_first, flat, flat_subshape, turned, turned_by_cone) = chosen?;
     let (other, other_subshape) = if flat_first {
         (second, manifold.subshape2)
     } else {
         (first, manifold.subshape1)
     };
-    let turned_by_cone = turned != outward;
-    // A cylinder's side or a capsule goes through GJK, whose normal is never quite the
-    // face's: their exact line is taken wherever the normal is a face's, turned or not.
     let lying_other = lying(other, other_subshape).is_some();
-    if !turned_by_cone && !lying_other {
-        return None;
-    }
     // Turned onto a face of the part, the contact is that face's plane; turned into the cone of
     // one of the union's own convex edges, there is no plane to take, and parry's answer stands.
     let (face, on_face) = nearest_face(flat, flat_subshape, turned)?;
