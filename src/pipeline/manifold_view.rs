@@ -8,7 +8,7 @@ use parry3d::math::Pose;
 use parry3d::query::{ContactManifold, TrackedContact};
 use parry3d::shape::Shape;
 
-use super::refine::{TouchPoint, line_contact};
+use super::refine::{TouchPoint, face_contact, line_contact};
 use super::seams::{PartCones, across_seam};
 
 /// A pose in `f64`. parry works in `f32`; its relative pose and its answers in the shapes' own
@@ -145,6 +145,33 @@ impl<'a> ManifoldView<'a> {
             }
         }
         Some(replaced)
+    }
+
+    /// The points replacing a manifold parry found through GJK between a face and another
+    /// shape (`refine::face_contact`; `shapes` in the pair's order), turned to the pair's order
+    /// and written to `points` with their feature ids; `false` where parry's manifold stands.
+    pub fn face_contact(
+        &self,
+        (shape1, shape2): (&dyn Shape, &dyn Shape),
+        composite: bool,
+        points: &mut Vec<(TouchPoint, u64)>,
+    ) -> bool {
+        let shapes = if self.swapped {
+            (shape2, shape1)
+        } else {
+            (shape1, shape2)
+        };
+        let first = (self.first.rotation, self.first.translation);
+        let second = (self.second.rotation, self.second.translation);
+        if !face_contact(self.manifold, shapes, composite, first, second, points) {
+            return false;
+        }
+        if self.swapped {
+            for (point, _) in points.iter_mut() {
+                *point = point.swapped();
+            }
+        }
+        true
     }
 
     /// A point's positions on the pair's first and second shapes, and their feature ids.

@@ -2,9 +2,10 @@
 //!
 //! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
 //! (contact points; with `manifold_view`, parry's answers in world coordinates, `refine`, exact
-//! lines of contact along cylinders and capsules, `seams`, no contact through the cuts between
-//! a compound's parts, and `reduction`, which points the solver gets) → [`solve`] (islands, CANAL) → [`integrate`] (poses) → [`write_back`] (simulation
-//! bodies → ECS, contacts, statistics).
+//! lines of contact along cylinders and capsules and exact faces under GJK, `seams`, no contact
+//! through the cuts between a compound's parts, and `reduction`, which points the solver gets)
+//! → [`solve`] (islands, CANAL) → [`integrate`] (poses) → [`write_back`] (simulation bodies →
+//! ECS, contacts, statistics).
 //!
 //! Stages communicate through the [`PhysicsWorld`] resource; only `prepare` and `write_back`
 //! touch user components.

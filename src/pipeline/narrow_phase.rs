@@ -250,6 +250,11 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 reduction.take_points(ends, composite, |c| contact(c, manifold_hash));
                 continue;
             }
+            if view.face_contact((shape1, shape2), composite, seam_points) {
+                let points = seam_points.iter().map(|(point, feature)| touching(point, *feature));
+                reduction.take_points(points, composite, |c| contact(c, manifold_hash));
+                continue;
+            }
             let candidate = |point: &TrackedContact<()>| {
                 let (p1, p2, (fid1, fid2)) = view.point(point);
                 Candidate {

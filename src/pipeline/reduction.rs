@@ -96,7 +96,7 @@ const PLANE_TOLERANCE: f64 = 1e-4;
 pub(super) const DEPTH_SLACK: f32 = 1e-3;
 
 /// Whether the point is parry's closest points (by GJK), not one of the shapes' features.
-fn is_closest_points(point: &TrackedContact<()>) -> bool {
+pub(super) fn is_closest_points(point: &TrackedContact<()>) -> bool {
     point.fid1 == PackedFeatureId::UNKNOWN && point.fid2 == PackedFeatureId::UNKNOWN
 }
 
@@ -154,6 +154,8 @@ pub(super) struct Reduction {
     members: Vec<usize>,
     nearest: Vec<f32>,
     plausible: Vec<usize>,
+    /// One manifold's points taken by [`Self::take_points`], for a pair that is not composite.
+    points: Vec<Candidate>,
 }
 
 impl Reduction {
@@ -188,21 +190,33 @@ impl Reduction {
         }
     }
 
-    /// Takes points found otherwise than in parry's manifold (`super::refine`), as few as span
-    /// their contact: a composite pair's are kept for [`Self::drain`], any other's handed to
-    /// `emit`.
+    /// Takes points found otherwise than in parry's manifold (`super::refine`, `super::seams`),
+    /// as few as span their contact: a composite pair's are kept for [`Self::drain`], any
+    /// other's reduced at once and each kept one handed to `emit`.
     pub fn take_points(
         &mut self,
         points: impl IntoIterator<Item = Candidate>,
         composite: bool,
         mut emit: impl FnMut(&Candidate),
     ) {
-        for point in points {
-            if composite {
-                self.candidates.push(point);
-            } else {
-                emit(&point);
-            }
+        if composite {
+            self.candidates.extend(points);
+            return;
+        }
+        self.points.clear();
+        self.points.extend(points);
+        let Some(origin) = self.points.first().map(|c| c.point) else {
+            return;
+        };
+        let point = |k: usize| &self.points[k];
+        let kept = reduce(
+            self.points.len(),
+            |k| (point(k).point - origin).as_vec3(),
+            |k| point(k).gap as f32,
+            &mut self.nearest,
+        );
+        for k in kept.into_iter().flatten() {
+            emit(point(k));
         }
     }
 

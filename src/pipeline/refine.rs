@@ -10,12 +10,84 @@
 //! lying side by side, axes parallel: parry gives two capsules their single closest point, at an
 //! arbitrary end of the overlap. The face's own normal is exact, and so are the lines along
 //! which a cylinder or a capsule touches a plane and parallel axes touch each other. Elsewhere
-//! (a cap down, a line running off a face's rim, skewed axes) parry's manifold stands. Knows
-//! nothing of caches, reduction or bodies.
+//! (a line running off a face's rim, skewed axes) parry's manifold stands.
+//!
+//! And where GJK found a flat contact — a hull or a cylinder's cap on a face, a hull's corner on
+//! one — the face's exact normal and plane ([`face_contact`], [`FacePlane`]) in place of GJK's
+//! normal, a few µrad off, and of its own closest point, which it puts anywhere on the face.
+//! Knows nothing of caches, reduction or bodies.
 
 use bevy_math::{DQuat, DVec3, Vec3};
-use parry3d::query::ContactManifold;
-use parry3d::shape::{Capsule, Cylinder, Shape, SupportMap, Triangle, TypedShape};
+use parry3d::query::{ContactManifold, TrackedContact};
+
+use super::reduction::is_closest_points;
+use parry3d::shape::{Capsule, Cylinder, Shape, ShapeType, SupportMap, Triangle, TypedShape};
+
+/// How far, as `1 − cos` (about 1.4 mrad), a normal may be from a face's and still count as
+/// that face's: GJK's normals between two flat faces are off by up to a few µrad in `f32`, and
+/// the cone of `seams` rounds its projection in `f32` too.
+pub(super) const FACE_NORMAL: f32 = 1e-6;
+
+/// The plane of a face of one of a manifold's shapes (the flat one), against which the other
+/// shape's points are measured: the face's normal is exact where parry's is not, or points
+/// through a cut (`seams`).
+pub(super) struct FacePlane {
+    /// Whether the flat shape is parry's first.
+    flat_first: bool,
+    /// Unit, out of the flat shape, in the world.
+    pub normal: DVec3,
+    offset: f64,
+}
+
+impl FacePlane {
+    /// The face `(normal, point)`, in the flat shape's (part's) frame, at the flat shape's world
+    /// rotation and translation.
+    pub fn new(flat_first: bool, (normal, point): (Vec3, Vec3), (rotation, translation): (DQuat, DVec3)) -> Self {
+        let normal = (rotation * normal.as_dvec3()).normalize();
+        Self {
+            flat_first,
+            normal,
+            offset: normal.dot(translation + rotation * point.as_dvec3()),
+        }
+    }
+
+    /// The contact of the other shape's point `on_other` (world) with the plane.
+    pub fn touch(&self, on_other: DVec3) -> TouchPoint {
+        let gap = self.normal.dot(on_other) - self.offset;
+        let on_flat = on_other - self.normal * gap;
+        let touch = TouchPoint {
+            on_first: on_other,
+            on_second: on_flat,
+            gap,
+            normal: self.normal,
+        };
+        if self.flat_first { touch.swapped() } else { touch }
+    }
+
+    /// parry's points on the other shape (at its world rotation and translation), measured
+    /// against the plane, with their feature ids, appended to `points`: where the other shape
+    /// touches with a flat feature or a corner, these stay where they are.
+    pub fn parrys_points(
+        &self,
+        manifold: &ContactManifold<(), ()>,
+        (rotation, translation): (DQuat, DVec3),
+        points: &mut Vec<(TouchPoint, u64)>,
+    ) {
+        // GJK's own closest points lie anywhere inside a polygon of three or more corners, which
+        // already spans the contact: carried by its id to another place next step, its impulse
+        // tipped resting hulls, and 100 of them on a slab iterated from about step 100 on.
+        let corners = manifold.points.iter().filter(|p| !is_closest_points(p)).count();
+        let kept = |p: &&TrackedContact<()>| corners < 3 || !is_closest_points(p);
+        points.extend(manifold.points.iter().filter(kept).map(|point| {
+            let (local, feature) = if self.flat_first {
+                (point.local_p2, point.fid2.0)
+            } else {
+                (point.local_p1, point.fid1.0)
+            };
+            (self.touch(translation + rotation * local.as_dvec3()), feature as u64)
+        }));
+    }
+}
 
 /// Ids of the two ends of a line of contact: the ids parry gives the ends of its segment along a
 /// cylinder's side, so that they stay apart from any point parry numbers.
@@ -98,6 +170,11 @@ pub(super) fn nearest_face(shape: &dyn Shape, subshape: u32, towards: Vec3) -> O
         TypedShape::Compound(compound) => {
             let (_, part) = compound.shapes().get(subshape as usize)?;
             nearest_face(part.as_ref(), 0, towards)
+        }
+        // A cap, where `towards` is nearly along the axis: a side is no face.
+        TypedShape::Cylinder(cylinder) if towards.y.abs() >= 1.0 - FACE_NORMAL => {
+            let normal = Vec3::Y * towards.y.signum();
+            Some((normal, normal * cylinder.half_height))
         }
         _ => None,
     }
@@ -230,6 +307,64 @@ pub(super) fn side_on_face(
         (given || on_part()).then_some(ends)
     };
     Some([end(lowest[0])?, end(lowest[1])?])
+}
+
+/// Whether parry found the pair's contact through GJK, whose normal between two flat faces is
+/// a few µrad off (boxes against boxes or triangles go through an exact separating-axis test,
+/// and balls and capsules through their own closest points).
+fn through_gjk(first: &dyn Shape, second: &dyn Shape) -> bool {
+    let kind = |shape: &dyn Shape| shape.shape_type();
+    let gjk = |shape| {
+        matches!(
+            kind(shape),
+            ShapeType::ConvexPolyhedron | ShapeType::Cylinder | ShapeType::Cone
+        )
+    };
+    let exact = |shape| matches!(kind(shape), ShapeType::Ball | ShapeType::Capsule);
+    (gjk(first) || gjk(second)) && !exact(first) && !exact(second)
+}
+
+/// A contact parry found through GJK whose normal is, to [`FACE_NORMAL`], a face's of one of
+/// the two shapes (the nearer, if both have one): a hull or a cylinder's cap resting on a face,
+/// a hull's corner on a face. The face's normal is exact where GJK's is not, and parry's points
+/// on the other shape are measured against the face's plane, written to `points`.
+///
+/// Not for a cylinder on a mesh, a height field or a compound (`composite`): its cap's points
+/// there come one triangle at a time, and measured against the triangles' planes, one of 100
+/// cylinders resting on a mesh rocked by 0.1 mm in a step, where parry's own gaps kept it
+/// within 4e-9 m (both iterate about as much).
+pub(super) fn face_contact(
+    manifold: &ContactManifold<(), ()>,
+    (first, second): (&dyn Shape, &dyn Shape),
+    composite: bool,
+    pose1: (DQuat, DVec3),
+    pose2: (DQuat, DVec3),
+    points: &mut Vec<(TouchPoint, u64)>,
+) -> bool {
+    let (part1, part2) = (part(first, manifold.subshape1), part(second, manifold.subshape2));
+    let cylinder = |shape: &dyn Shape| shape.shape_type() == ShapeType::Cylinder;
+    if manifold.points.is_empty() || !through_gjk(part1, part2) || (composite && (cylinder(part1) || cylinder(part2))) {
+        return false;
+    }
+    let face_of = |shape, subshape, outward: Vec3| {
+        let (normal, point) = nearest_face(shape, subshape, outward)?;
+        Some((normal.as_dvec3().dot(outward.as_dvec3()), (normal, point)))
+    };
+    let faces = [
+        face_of(first, manifold.subshape1, manifold.local_n1).map(|(cos, face)| (cos, true, face)),
+        face_of(second, manifold.subshape2, manifold.local_n2).map(|(cos, face)| (cos, false, face)),
+    ];
+    let nearest = faces.into_iter().flatten().max_by(|a, b| a.0.total_cmp(&b.0));
+    let Some((cos, flat_first, face)) = nearest else {
+        return false;
+    };
+    if cos < 1.0 - FACE_NORMAL as f64 {
+        return false;
+    }
+    let (flat_pose, other_pose) = if flat_first { (pose1, pose2) } else { (pose2, pose1) };
+    points.clear();
+    FacePlane::new(flat_first, face, flat_pose).parrys_points(manifold, other_pose, points);
+    true
 }
 
 /// How parallel, as a cosine, two axes must be for their shapes to touch along a line (0.1°):

@@ -29,7 +29,7 @@ use parry3d::query::{ContactManifold, Ray};
 use parry3d::shape::{Compound, CompoundFlags, CompoundPseudoNormals, Shape, ShapeType};
 
 use super::reduction::DEPTH_SLACK;
-use super::refine::{LINE_END_IDS, TouchPoint, lying, nearest_face, part, side_on_face};
+use super::refine::{FACE_NORMAL, FacePlane, LINE_END_IDS, TouchPoint, lying, nearest_face, part, side_on_face};
 
 /// Each part's cone of outward normals of the union (`None` for a part with curved sides,
 /// which shares no face).
@@ -62,10 +62,6 @@ fn part_cone(cones: Option<&PartCones>, subshape: u32) -> Option<&CompoundPseudo
 /// face. Turned that little, the normal is the part's own face's, and the other side's cone may
 /// still have to turn it (two compounds).
 const ROUND_OFF_TURN: f64 = 1e-10;
-
-/// How far, as `1 − cos`, a normal may be from a face's and still count as that face's: the
-/// cone's projection rounds in `f32`.
-const UNTURNED: f32 = 1e-6;
 
 /// Where `manifold`'s normal out of a compound part (of `first` or `second`, in parry's order,
 /// with `cones` their parts' cones and at the world rotations and translations of the parts
@@ -131,47 +127,11 @@ pub(super) fn across_seam(
     // Turned onto a face of the part, the contact is that face's plane; turned into the cone of
     // one of the union's own convex edges, there is no plane to take, and parry's answer stands.
     let (face, on_face) = nearest_face(flat, flat_subshape, turned)?;
-    if face.dot(turned) < 1.0 - UNTURNED {
+    if face.dot(turned) < 1.0 - FACE_NORMAL {
         return None;
     }
-    let ((flat_rotation, flat_translation), (other_rotation, other_translation)) =
-        if flat_first { (pose1, pose2) } else { (pose2, pose1) };
-    let normal = (flat_rotation * face.as_dvec3()).normalize();
-    let plane = normal.dot(flat_translation + flat_rotation * on_face.as_dvec3());
-    let touch = |on_other: DVec3| {
-        let gap = normal.dot(on_other) - plane;
-        let on_flat = on_other - normal * gap;
-        if flat_first {
-            TouchPoint {
-                on_first: on_flat,
-                on_second: on_other,
-                gap,
-                normal: -normal,
-            }
-        } else {
-            TouchPoint {
-                on_first: on_other,
-                on_second: on_flat,
-                gap,
-                normal,
-            }
-        }
-    };
-    // Where the other shape touches with a flat feature, parry's points on it stay where they
-    // are and are measured against the plane.
-    let parrys_points = |points: &mut Vec<(TouchPoint, u64)>| {
-        points.extend(manifold.points.iter().map(|point| {
-            let (local, feature) = if flat_first {
-                (point.local_p2, point.fid2.0)
-            } else {
-                (point.local_p1, point.fid1.0)
-            };
-            (
-                touch(other_translation + other_rotation * local.as_dvec3()),
-                feature as u64,
-            )
-        }));
-    };
+    let ((flat_rotation, flat_translation), other_pose) = if flat_first { (pose1, pose2) } else { (pose2, pose1) };
+    let plane = FacePlane::new(flat_first, (face, on_face), (flat_rotation, flat_translation));
     points.clear();
     let other = part(other, other_subshape);
     if lying_other {
@@ -182,7 +142,7 @@ pub(super) fn across_seam(
                 let on_flat = |point: &TouchPoint| if flat_first { point.on_first } else { point.on_second };
                 let part = part(flat, flat_subshape);
                 let pose = (flat_rotation, flat_translation);
-                if let Some((from, to)) = clip(part, pose, normal, on_flat(&start), on_flat(&end)) {
+                if let Some((from, to)) = clip(part, pose, plane.normal, on_flat(&start), on_flat(&end)) {
                     let at = |t: f64| TouchPoint {
                         on_first: start.on_first.lerp(end.on_first, t),
                         on_second: start.on_second.lerp(end.on_second, t),
@@ -193,19 +153,20 @@ pub(super) fn across_seam(
                 }
             }
             // A cylinder's cap down, flat.
-            None if turned_by_cone => parrys_points(points),
+            None if turned_by_cone => plane.parrys_points(manifold, other_pose, points),
             None => return None,
         }
     } else if matches!(
         other.shape_type(),
         ShapeType::Cuboid | ShapeType::ConvexPolyhedron | ShapeType::Triangle
     ) {
-        parrys_points(points);
+        plane.parrys_points(manifold, other_pose, points);
     } else {
         // A curved side touches the plane at its lowest point along the turned normal.
-        let towards_face: Vec3 = (other_rotation.inverse() * -normal).as_vec3();
+        let (other_rotation, other_translation) = other_pose;
+        let towards_face: Vec3 = (other_rotation.inverse() * -plane.normal).as_vec3();
         let lowest = other.as_support_map()?.local_support_point_toward(towards_face);
-        points.push((touch(other_translation + other_rotation * lowest.as_dvec3()), 0));
+        points.push((plane.touch(other_translation + other_rotation * lowest.as_dvec3()), 0));
     }
     // A normal along a cut is as near the face behind the part as the one the other shape
     // is on, and may be turned onto the wrong one: a hull sliding over a seam was put a tile's
