@@ -104,6 +104,13 @@ fn rolls_at(shape: &dyn Shape, subshape: u32, local_normal: Vec3) -> bool {
     }
 }
 
+/// Whether a pair with this shape may need its manifolds corrected (`seams`, `refine`): boxes
+/// and balls against each other come from parry's exact tests. Skipping the checks there took
+/// the resting 210-box pyramid's narrow phase from 126 to 104 µs a step.
+fn may_refine(shape: &dyn Shape) -> bool {
+    !matches!(shape.shape_type(), ShapeType::Cuboid | ShapeType::Ball)
+}
+
 /// Whether parry gives the pair one manifold per triangle or part of this shape that the other
 /// overlaps.
 fn is_composite(shape: &dyn Shape) -> bool {
@@ -227,6 +234,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         };
         let composite = is_composite(shape1) || is_composite(shape2);
         let cones = (c1.part_cones(), c2.part_cones());
+        let refined = may_refine(shape1) || may_refine(shape2);
         for view in manifolds.iter().map(|m| ManifoldView::new(m, swapped, pose1, pose2)) {
             let Some(normal) = view.normal() else { continue };
             let (subshape1, subshape2) = view.subshapes();
@@ -238,22 +246,24 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 gap: point.gap,
                 id: mix(manifold_hash, feature),
             };
-            if let Some(replaced) = view.across_seam((shape1, shape2), cones, seam_points) {
-                if replaced {
+            if refined {
+                if let Some(replaced) = view.across_seam((shape1, shape2), cones, seam_points) {
+                    if replaced {
+                        let points = seam_points.iter().map(|(point, feature)| touching(point, *feature));
+                        reduction.take_points(points, composite, |c| contact(c, manifold_hash));
+                    }
+                    continue;
+                }
+                if let Some(ends) = view.line_contact((shape1, shape2)) {
+                    let ends = ends.iter().zip(LINE_END_IDS).map(|(end, id)| touching(end, id));
+                    reduction.take_points(ends, composite, |c| contact(c, manifold_hash));
+                    continue;
+                }
+                if view.face_contact((shape1, shape2), composite, seam_points) {
                     let points = seam_points.iter().map(|(point, feature)| touching(point, *feature));
                     reduction.take_points(points, composite, |c| contact(c, manifold_hash));
+                    continue;
                 }
-                continue;
-            }
-            if let Some(ends) = view.line_contact((shape1, shape2)) {
-                let ends = ends.iter().zip(LINE_END_IDS).map(|(end, id)| touching(end, id));
-                reduction.take_points(ends, composite, |c| contact(c, manifold_hash));
-                continue;
-            }
-            if view.face_contact((shape1, shape2), composite, seam_points) {
-                let points = seam_points.iter().map(|(point, feature)| touching(point, *feature));
-                reduction.take_points(points, composite, |c| contact(c, manifold_hash));
-                continue;
             }
             let candidate = |point: &TrackedContact<()>| {
                 let (p1, p2, (fid1, fid2)) = view.point(point);
