@@ -1,6 +1,7 @@
 //! The same scenes stepped by bevy_canal (through the plugin) and by Rapier 0.36 (its defaults,
 //! sleeping off) in one process: a ten-box stack, the 20-row pyramid of `examples/pyramid.rs`,
-//! 100 separate three-box stacks and 125 spheres poured into a walled pen. 60 Hz throughout.
+//! 100 separate three-box stacks, the same 100 stacks of box-shaped convex hulls and upright
+//! cylinders, and 125 spheres poured into a walled pen. 60 Hz throughout.
 //!
 //! `cargo bench --bench scenes` prints, before criterion's timings, one row per scene: bodies,
 //! median ms per step of both engines and their ratio, CANAL's mean, the largest penetration
@@ -113,6 +114,11 @@ impl Rapier {
             let collider = match body.shape {
                 Shape::Cuboid(half) => rp::ColliderBuilder::cuboid(half.x, half.y, half.z),
                 Shape::Sphere(radius) => rp::ColliderBuilder::ball(radius),
+                Shape::Hull(half) => {
+                    let corners: Vec<_> = Shape::corners(half).into_iter().map(v).collect();
+                    rp::ColliderBuilder::convex_hull(&corners).expect("a box's corners span a volume")
+                }
+                Shape::Cylinder(half_height, radius) => rp::ColliderBuilder::cylinder(half_height, radius),
             }
             .friction(0.5)
             .density(1.0);

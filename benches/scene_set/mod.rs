@@ -20,6 +20,19 @@ pub enum Shape {
     Cuboid(Vec3),
     /// Radius, m.
     Sphere(f32),
+    /// A convex hull of the corners of a box of these half extents, m: contacts through GJK.
+    Hull(Vec3),
+    /// Upright: half height and radius, m.
+    Cylinder(f32, f32),
+}
+
+impl Shape {
+    /// The hull's corners.
+    pub fn corners(half: Vec3) -> Vec<Vec3> {
+        (0..8)
+            .map(|k| Vec3::new([-1.0, 1.0][k & 1], [-1.0, 1.0][(k >> 1) & 1], [-1.0, 1.0][k >> 2]) * half)
+            .collect()
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -109,6 +122,37 @@ pub fn many_stacks() -> Scene {
     }
 }
 
+/// The grid of [`many_stacks`] with other shapes: three-high stacks of box-shaped convex hulls
+/// and of upright cylinders, alternating. parry finds their contacts through GJK, not through
+/// the exact tests of boxes and balls.
+pub fn shape_stacks() -> Scene {
+    let mut bodies = vec![ground()];
+    for i in 0..10 {
+        for k in 0..10 {
+            let (x, z) = (i as f32 * 3.0 - 13.5, k as f32 * 3.0 - 13.5);
+            let shape = if (i + k) % 2 == 0 {
+                Shape::Hull(Vec3::splat(0.5))
+            } else {
+                Shape::Cylinder(0.5, 0.5)
+            };
+            for level in 0..3 {
+                bodies.push(Body {
+                    shape,
+                    position: Vec3::new(x, 0.5 + level as f32, z),
+                    dynamic: true,
+                    tracked: level == 2,
+                });
+            }
+        }
+    }
+    Scene {
+        name: "shapes100x3",
+        bodies,
+        settle: SETTLE,
+        measure: MEASURE,
+    }
+}
+
 /// `side`² · `layers` spheres of radius 0.2 m in a grid 0.5 m apart, slightly jittered, dropped
 /// from 0.5 m into a pen 0.6 m wider than the grid with 3 m walls. The issue asks for 1000
 /// (`sphere_pen(10, 10)`): once that heap lands CANAL took a median 23–26 s a step over steps
@@ -187,7 +231,7 @@ fn filtered(scenes: Vec<Scene>, named_only: Vec<Scene>) -> Vec<Scene> {
 
 pub fn scenes() -> Vec<Scene> {
     selected(
-        vec![stack(10), pyramid(20), many_stacks(), sphere_pen(5, 5)],
+        vec![stack(10), pyramid(20), many_stacks(), shape_stacks(), sphere_pen(5, 5)],
         vec![sphere_pen(10, 10)],
     )
 }
@@ -206,6 +250,8 @@ pub fn canal_app(scene: &Scene, tolerance: Option<f64>) -> (App, Vec<Entity>) {
         let collider = match body.shape {
             Shape::Cuboid(half) => Collider::cuboid(2.0 * half.x, 2.0 * half.y, 2.0 * half.z),
             Shape::Sphere(radius) => Collider::sphere(radius),
+            Shape::Hull(half) => Collider::convex_hull(&Shape::corners(half)).expect("a box's corners span a volume"),
+            Shape::Cylinder(half_height, radius) => Collider::cylinder(radius, 2.0 * half_height),
         };
         let kind = if body.dynamic {
             RigidBody::Dynamic
