@@ -4,7 +4,8 @@
 //! points that cannot be right, the reduction of a manifold to the points that span it (every
 //! corner of two boxes' clipped faces, near-duplicates merged), and for pairs with a triangle
 //! mesh, height field or compound, the merging of the manifolds that lie in one plane — one per
-//! triangle or part the other shape overlaps — before that reduction. Knows nothing of parry's
+//! triangle or part the other shape overlaps — to the corners of their points' convex hull
+//! before that reduction. Knows nothing of parry's
 //! caches or of bodies.
 
 use bevy_math::{DVec3, Vec3};
@@ -156,7 +157,76 @@ pub(super) struct Reduction {
     plausible: Vec<usize>,
     /// One manifold's points taken by [`Self::take_points`], for a pair that is not composite.
     points: Vec<Candidate>,
+    hull: PlaneHull,
 }
+
+/// Which points of one contact plane are corners of their convex hull, with scratch kept across
+/// steps. Clipped against a mesh's triangles one at a time, a box's face on a flat mesh gave,
+/// besides its four corners, the points where the triangles' edges cross its own: on its edges,
+/// they carry nothing the corners do not, but they shared the load with them in whatever way
+/// a solve left it, and a box resting on a mesh was smoothed every other step where on a slab
+/// it is accepted every step.
+#[derive(Default)]
+struct PlaneHull {
+    order: Vec<usize>,
+    chain: Vec<usize>,
+    /// Per point: a corner of the hull.
+    corner: Vec<bool>,
+}
+
+impl PlaneHull {
+    /// Marks the corners among `len` points at in-plane coordinates `at(i)`: Andrew's monotone
+    /// chain, dropping points within [`ON_HULL_EDGE`] of the extent of a hull edge and
+    /// duplicates. All of them for fewer than three.
+    fn mark(&mut self, len: usize, at: impl Fn(usize) -> (f64, f64)) {
+        self.corner.clear();
+        self.corner.resize(len, len < 3);
+        if len < 3 {
+            return;
+        }
+        self.order.clear();
+        self.order.extend(0..len);
+        self.order.sort_by(|&a, &b| {
+            at(a)
+                .partial_cmp(&at(b))
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.cmp(&b))
+        });
+        let (first, last) = (at(self.order[0]), at(self.order[len - 1]));
+        let extent_squared = (last.0 - first.0).powi(2) + (last.1 - first.1).powi(2);
+        let tolerance = ON_HULL_EDGE * extent_squared;
+        let turns_left = |o: usize, a: usize, b: usize| {
+            let (o, a, b) = (at(o), at(a), at(b));
+            (a.0 - o.0) * (b.1 - o.1) - (a.1 - o.1) * (b.0 - o.0) > tolerance
+        };
+        self.chain.clear();
+        for pass in 0..2 {
+            let start = self.chain.len();
+            for step in 0..len {
+                let i = if pass == 0 {
+                    self.order[step]
+                } else {
+                    self.order[len - 1 - step]
+                };
+                while self.chain.len() >= start + 2
+                    && !turns_left(self.chain[self.chain.len() - 2], self.chain[self.chain.len() - 1], i)
+                {
+                    self.chain.pop();
+                }
+                self.chain.push(i);
+            }
+            // Each half ends where the other begins.
+            self.chain.pop();
+        }
+        for &i in &self.chain {
+            self.corner[i] = true;
+        }
+    }
+}
+
+/// How far from a hull edge, as a fraction of the plane's extent squared (an area), a point
+/// still counts as on it: 1e-6 of a 1 m face is a point a micrometre off the line.
+const ON_HULL_EDGE: f64 = 1e-6;
 
 impl Reduction {
     /// Takes one manifold's points, those of them that are [plausible](DEPTH_SLACK): a composite
@@ -245,6 +315,19 @@ impl Reduction {
             self.members
                 .extend((0..self.candidates.len()).filter(|&i| self.plane_of[i] == plane));
             let origin = self.candidates[self.members[0]].point;
+            let (across, along) = normal.any_orthonormal_pair();
+            let candidates = &self.candidates;
+            let members = &self.members;
+            let in_plane = |k: usize| {
+                let p = candidates[members[k]].point - origin;
+                (p.dot(across), p.dot(along))
+            };
+            self.hull.mark(members.len(), in_plane);
+            let mut k = 0;
+            self.members.retain(|_| {
+                k += 1;
+                self.hull.corner[k - 1]
+            });
             let member = |k: usize| &self.candidates[self.members[k]];
             let kept = reduce(
                 self.members.len(),
