@@ -111,7 +111,10 @@ impl Collider {
     ///
     /// Where two boxes or convex hulls among the parts share a face exactly (the tiles of a
     /// floor, the blocks of a level), that face is inside the union: no contact pushes out
-    /// through it, so bodies slide and roll over the seam as over one surface.
+    /// through it, so bodies slide and roll over the seam as over one surface. A floor of
+    /// separate static boxes, one entity each, does not get this: a box sliding over it catches
+    /// on the next box's side at every seam (stopping after 0.61 m where one slab lets it slide
+    /// 1.50 m), as in other engines. Build such a floor as one compound or one mesh.
     pub fn compound(parts: Vec<(Vec3, Quat, Collider)>) -> Option<Self> {
         if parts.is_empty() {
             return None;
