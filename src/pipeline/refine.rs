@@ -9,8 +9,10 @@
 //! 5 s depending on where it lay, a capsule crept up to 1.2e-4 m. And two cylinders or capsules
 //! lying side by side, axes parallel: parry gives two capsules their single closest point, at an
 //! arbitrary end of the overlap. The face's own normal is exact, and so are the lines along
-//! which a cylinder or a capsule touches a plane and parallel axes touch each other. Elsewhere
-//! (a line running off a face's rim, skewed axes) parry's manifold stands.
+//! which a cylinder or a capsule touches a plane and parallel axes touch each other. The face is
+//! the one nearest parry's normal, or, where that normal went astray, the one the lying shape's
+//! axis lies outside of. Elsewhere (a line running off a face's rim, skewed axes) parry's
+//! manifold stands.
 //!
 //! And where GJK found a flat contact — a hull or a cylinder's cap on a face, a hull's corner on
 //! one — the face's exact normal and plane ([`face_contact`], [`FacePlane`]) in place of GJK's
@@ -196,7 +198,7 @@ pub(super) enum Lying<'a> {
 
 impl Lying<'_> {
     /// Its axis segment's ends and its radius, in its frame.
-    fn axis(&self) -> (Vec3, Vec3, f32) {
+    pub fn axis(&self) -> (Vec3, Vec3, f32) {
         match self {
             Lying::Capsule(capsule) => (capsule.segment.a, capsule.segment.b, capsule.radius),
             Lying::Cylinder(cylinder) => (
@@ -244,18 +246,68 @@ pub(super) fn side_on_face(
     } else {
         (first, manifold.subshape1, rotation1, translation1, manifold.local_n1)
     };
-    let given = face.is_some();
-    let (face, on_face) = match face {
-        Some(face) => face,
-        None => {
-            let (face, on_face) = nearest_face(flat, flat_subshape, flat_normal)?;
-            let parry_normal = (flat_rotation * flat_normal.as_dvec3()).normalize_or_zero();
-            if (flat_rotation * face.as_dvec3()).dot(parry_normal) < SAME_NORMAL {
-                return None;
-            }
-            (face, on_face)
-        }
+    let flat_pose = (flat_rotation, flat_translation);
+    let lying_pose = (lying_rotation, lying_translation);
+    let on = |face, checked| {
+        line_on_face(
+            &lying,
+            lying_first,
+            lying_pose,
+            part(flat, flat_subshape),
+            flat_pose,
+            face,
+            checked,
+        )
     };
+    if let Some(face) = face {
+        return on(face, false);
+    }
+    // The face nearest parry's normal; else, where GJK's normal went astray (a wheel of 0.2 m
+    // rolling on a slab got one 45° off, on the slab's side), the face the lying shape's
+    // centre lies farthest outside of.
+    let parrys = nearest_face(flat, flat_subshape, flat_normal).filter(|(face, _)| {
+        let parry_normal = (flat_rotation * flat_normal.as_dvec3()).normalize_or_zero();
+        (flat_rotation * face.as_dvec3()).dot(parry_normal) >= SAME_NORMAL
+    });
+    let (a, b, _) = lying.axis();
+    let centre = lying_translation + lying_rotation * ((a + b) * 0.5).as_dvec3();
+    let centre = (flat_rotation.inverse() * (centre - flat_translation)).as_vec3();
+    parrys
+        .and_then(|face| on(face, true))
+        .or_else(|| on(facing(part(flat, flat_subshape), centre)?, true))
+}
+
+/// The face of a box or a hull (in its frame) that `point` lies farthest outside of, as its unit
+/// normal and a point of it.
+fn facing(shape: &dyn Shape, point: Vec3) -> Option<(Vec3, Vec3)> {
+    match shape.as_typed_shape() {
+        TypedShape::Cuboid(cuboid) => {
+            let outside = point.abs() - cuboid.half_extents;
+            let axis = outside.max_position();
+            let normal = Vec3::AXES[axis] * point[axis].signum();
+            Some((normal, cuboid.local_support_point(normal)))
+        }
+        TypedShape::ConvexPolyhedron(hull) => hull
+            .faces()
+            .iter()
+            .map(|face| (face.normal, hull.local_support_point(face.normal)))
+            .max_by(|a, b| a.0.dot(point - a.1).total_cmp(&b.0.dot(point - b.1))),
+        _ => None,
+    }
+}
+
+/// The line along which `lying` (at its world rotation and translation) touches `flat`'s face
+/// `(normal, point)` (in `flat`'s frame, at its world pose), if `checked` only where both its
+/// ends lie over the face; in the pair's order given by `lying_first`.
+fn line_on_face(
+    lying: &Lying,
+    lying_first: bool,
+    (lying_rotation, lying_translation): (DQuat, DVec3),
+    flat: &dyn Shape,
+    (flat_rotation, flat_translation): (DQuat, DVec3),
+    (face, on_face): (Vec3, Vec3),
+    checked: bool,
+) -> Option<[TouchPoint; 2]> {
     let face_normal = (flat_rotation * face.as_dvec3()).normalize_or_zero();
     let towards_face = lying_rotation.inverse() * -face_normal;
     // The lowest points of the two ends, in the lying shape's frame.
@@ -277,7 +329,6 @@ pub(super) fn side_on_face(
         }
     };
     let plane = face_normal.dot(flat_translation + flat_rotation * on_face.as_dvec3());
-    let flat = part(flat, flat_subshape);
     let end = |local: DVec3| {
         let on_lying = lying_translation + lying_rotation * local;
         let gap = face_normal.dot(on_lying) - plane;
@@ -304,7 +355,7 @@ pub(super) fn side_on_face(
                 normal: -face_normal,
             }
         };
-        (given || on_part()).then_some(ends)
+        (!checked || on_part()).then_some(ends)
     };
     Some([end(lowest[0])?, end(lowest[1])?])
 }

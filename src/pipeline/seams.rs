@@ -123,7 +123,7 @@ pub(super) fn across_seam(
     } else {
         (first, manifold.subshape1)
     };
-    let lying_other = lying(other, other_subshape).is_some();
+    let lying_other = lying(other, other_subshape).map(|shape| shape.axis().2);
     // Turned onto a face of the part, the contact is that face's plane; turned into the cone of
     // one of the union's own convex edges, there is no plane to take, and parry's answer stands.
     let (face, on_face) = nearest_face(flat, flat_subshape, turned)?;
@@ -134,7 +134,7 @@ pub(super) fn across_seam(
     let plane = FacePlane::new(flat_first, (face, on_face), (flat_rotation, flat_translation));
     points.clear();
     let other = part(other, other_subshape);
-    if lying_other {
+    if lying_other.is_some() {
         match side_on_face(manifold, (first, second), pose1, pose2, Some((face, on_face))) {
             // Along the face: the line, clipped to this part, so that a line across a seam is
             // shared between the parts on either side.
@@ -170,16 +170,15 @@ pub(super) fn across_seam(
     }
     // A normal along a cut is as near the face behind the part as the one the other shape
     // is on, and may be turned onto the wrong one: a hull sliding over a seam was put a tile's
-    // thickness deep. No contact of parry's lies there: drop it.
+    // thickness deep. No contact of parry's lies there: drop it. parry's own depth for a
+    // cylinder or a capsule comes from GJK, to about 1e-3 of its radius.
     let deepest = manifold
         .points
         .iter()
         .map(|point| point.dist)
         .fold(f32::INFINITY, f32::min);
-    if points
-        .iter()
-        .any(|(point, _)| point.gap < (deepest - DEPTH_SLACK) as f64)
-    {
+    let slack = DEPTH_SLACK.max(lying_other.unwrap_or(0.0) * 1e-2);
+    if points.iter().any(|(point, _)| point.gap < (deepest - slack) as f64) {
         points.clear();
         return Some(false);
     }
