@@ -1,7 +1,7 @@
 //! Stage 3, reading parry's answers: a parry manifold's normal, points and feature ids in
 //! world coordinates (`f64`) and in the order of the pair, whichever order parry was asked in,
-//! and the lines of contact `refine` and the points `seams` put in their place. Knows nothing of caches, reduction or
-//! bodies beyond their poses.
+//! and the points `refine` and `seams` put in their place. Knows nothing of caches, reduction
+//! or bodies beyond their poses.
 
 use bevy_math::{DQuat, DVec3, Vec3};
 use parry3d::math::Pose;
@@ -92,24 +92,37 @@ impl<'a> ManifoldView<'a> {
 
     /// The pair's first and second sub-shape indices.
     pub fn subshapes(&self) -> (u32, u32) {
-        let (a, b) = (self.manifold.subshape1, self.manifold.subshape2);
+        self.parry_order((self.manifold.subshape1, self.manifold.subshape2))
+    }
+
+    /// A pair of anything, from the pair's order to parry's, or back.
+    fn parry_order<T>(&self, (a, b): (T, T)) -> (T, T) {
         if self.swapped { (b, a) } else { (a, b) }
+    }
+
+    /// Points found in parry's order, turned to the pair's.
+    fn to_pair_order(&self, points: &mut [(TouchPoint, u64)]) {
+        if self.swapped {
+            for (point, _) in points {
+                *point = point.swapped();
+            }
+        }
+    }
+
+    /// The world rotations and translations of the shapes (or parts) parry was given first and
+    /// second.
+    fn poses(&self) -> ((DQuat, DVec3), (DQuat, DVec3)) {
+        (
+            (self.first.rotation, self.first.translation),
+            (self.second.rotation, self.second.translation),
+        )
     }
 
     /// The line along which the shapes touch, where parry gives a point or two off it
     /// (`refine::line_contact`; `shapes` in the pair's order), turned to the pair's order.
-    pub fn line_contact(&self, (shape1, shape2): (&dyn Shape, &dyn Shape)) -> Option<[TouchPoint; 2]> {
-        let in_parry_order = if self.swapped {
-            (shape2, shape1)
-        } else {
-            (shape1, shape2)
-        };
-        let ends = line_contact(
-            self.manifold,
-            in_parry_order,
-            (self.first.rotation, self.first.translation),
-            (self.second.rotation, self.second.translation),
-        )?;
+    pub fn line_contact(&self, shapes: (&dyn Shape, &dyn Shape)) -> Option<[TouchPoint; 2]> {
+        let (first, second) = self.poses();
+        let ends = line_contact(self.manifold, self.parry_order(shapes), first, second)?;
         Some(if self.swapped {
             ends.map(TouchPoint::swapped)
         } else {
@@ -126,24 +139,10 @@ impl<'a> ManifoldView<'a> {
         cones: (Option<&PartCones>, Option<&PartCones>),
         points: &mut Vec<(TouchPoint, u64)>,
     ) -> Option<bool> {
-        let (shapes, cones) = if self.swapped {
-            ((shapes.1, shapes.0), (cones.1, cones.0))
-        } else {
-            (shapes, cones)
-        };
-        let replaced = across_seam(
-            self.manifold,
-            shapes,
-            cones,
-            (self.first.rotation, self.first.translation),
-            (self.second.rotation, self.second.translation),
-            points,
-        )?;
-        if self.swapped {
-            for (point, _) in points.iter_mut() {
-                *point = point.swapped();
-            }
-        }
+        let (first, second) = self.poses();
+        let shapes = self.parry_order(shapes);
+        let replaced = across_seam(self.manifold, shapes, self.parry_order(cones), first, second, points)?;
+        self.to_pair_order(points);
         Some(replaced)
     }
 
@@ -152,26 +151,21 @@ impl<'a> ManifoldView<'a> {
     /// and written to `points` with their feature ids; `false` where parry's manifold stands.
     pub fn face_contact(
         &self,
-        (shape1, shape2): (&dyn Shape, &dyn Shape),
+        shapes: (&dyn Shape, &dyn Shape),
         composite: bool,
         points: &mut Vec<(TouchPoint, u64)>,
     ) -> bool {
-        let shapes = if self.swapped {
-            (shape2, shape1)
-        } else {
-            (shape1, shape2)
-        };
-        let first = (self.first.rotation, self.first.translation);
-        let second = (self.second.rotation, self.second.translation);
-        if !face_contact(self.manifold, shapes, composite, first, second, points) {
-            return false;
-        }
-        if self.swapped {
-            for (point, _) in points.iter_mut() {
-                *point = point.swapped();
-            }
-        }
-        true
+        let (first, second) = self.poses();
+        let replaced = face_contact(
+            self.manifold,
+            self.parry_order(shapes),
+            composite,
+            first,
+            second,
+            points,
+        );
+        self.to_pair_order(points);
+        replaced
     }
 
     /// A point's positions on the pair's first and second shapes, and their feature ids.

@@ -61,8 +61,9 @@ pub(crate) struct NarrowPhase {
     reduction: Reduction,
     /// A pair's manifolds asked for with its shapes swapped, for this step only.
     swapped_manifolds: Vec<ContactManifold<(), ()>>,
-    /// The points replacing one manifold across a seam (`seams`), with their feature ids.
-    seam_points: Vec<(TouchPoint, u64)>,
+    /// The points replacing one manifold (`seams`, `refine::face_contact`), with their feature
+    /// ids.
+    replaced_points: Vec<(TouchPoint, u64)>,
 }
 
 /// Whether the point where a shape touches moves over its surface as it rolls. parry keeps a
@@ -147,7 +148,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             cache,
             reduction,
             swapped_manifolds,
-            seam_points,
+            replaced_points,
         } = &mut world.narrow_phase;
         let cache = cache.entry((body1.entity, body2.entity)).or_default();
         cache.seen = true;
@@ -247,9 +248,9 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 id: mix(manifold_hash, feature),
             };
             if refined {
-                if let Some(replaced) = view.across_seam((shape1, shape2), cones, seam_points) {
+                if let Some(replaced) = view.across_seam((shape1, shape2), cones, replaced_points) {
                     if replaced {
-                        let points = seam_points.iter().map(|(point, feature)| touching(point, *feature));
+                        let points = replaced_points.iter().map(|(point, feature)| touching(point, *feature));
                         reduction.take_points(points, composite, |c| contact(c, manifold_hash));
                     }
                     continue;
@@ -259,8 +260,8 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                     reduction.take_points(ends, composite, |c| contact(c, manifold_hash));
                     continue;
                 }
-                if view.face_contact((shape1, shape2), composite, seam_points) {
-                    let points = seam_points.iter().map(|(point, feature)| touching(point, *feature));
+                if view.face_contact((shape1, shape2), composite, replaced_points) {
+                    let points = replaced_points.iter().map(|(point, feature)| touching(point, *feature));
                     reduction.take_points(points, composite, |c| contact(c, manifold_hash));
                     continue;
                 }
