@@ -164,7 +164,9 @@ impl<'a> ManifoldView<'a> {
             second,
             points,
         );
-        self.to_pair_order(points);
+        if replaced {
+            self.to_pair_order(points);
+        }
         replaced
     }
 
