@@ -108,9 +108,9 @@ fn launch(floor: Floor, shape: Collider, y: f32, velocity: Vec3, spin: Vec3, ste
 /// on the mesh and the height field it stopped after 0.47 m and hopped 8 cm, where on a slab it
 /// slides 1.504 m. At the tiles' seams it met the next tile's side face: it stopped after 0.61 m
 /// and hopped 7 cm, a hull of the same box's corners after 0.16 m, a cylinder on its cap after
-/// 0.41 m, a compound bar of two cubes after 0.70 m lengthwise and 0.61 m crosswise (where its
-/// own cone, not the tile's, was asked). The hull and the cylinder, taken through GJK rather
-/// than parry's box–box test, and the bar are checked on every floor too.
+/// 0.41 m, a compound bar of two cubes after 0.70 m lengthwise and 0.61 m crosswise. The hull
+/// and the cylinder, taken through GJK rather than parry's box–box test, and the bar are checked
+/// on every floor too.
 #[test]
 fn boxes_hulls_cylinders_and_compounds_slide_as_far_over_seams_as_on_one_slab() {
     let corners: Vec<Vec3> = (0..8)
@@ -161,8 +161,9 @@ fn boxes_hulls_cylinders_and_compounds_slide_as_far_over_seams_as_on_one_slab() 
 
 /// A ball rolling at 3 m/s without slipping keeps its speed and its line on a flat floor,
 /// whatever it is made of. Over the triangles' edges it lost up to 0.49 m/s and veered by
-/// 0.18 m on the mesh and the height field, over the tiles' seams 0.31 m/s and 0.15 m. It heads 0.31 rad off the grid: a ball whose centre
-/// passes exactly over a cell's edge loses its height-field contact for a step (parry 0.31).
+/// 0.18 m on the mesh and the height field, over the tiles' seams 0.31 m/s and 0.15 m. It heads
+/// 0.31 rad off the grid: a ball whose centre passes exactly over a cell's edge loses its
+/// height-field contact for a step (parry 0.31).
 #[test]
 fn a_ball_rolls_over_seams_without_losing_speed() {
     let heading = Vec3::new(0.31_f32.cos(), 0.0, 0.31_f32.sin());
