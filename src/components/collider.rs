@@ -123,9 +123,9 @@ impl Collider {
             .into_iter()
             .map(|(t, r, c)| (Pose::from_parts(t, r), c.shape))
             .collect();
-        let compound = Compound::new(parts);
+        let mut compound = Compound::new(parts);
         Some(Self {
-            part_cones: part_cones(&compound),
+            part_cones: part_cones(&mut compound),
             shape: SharedShape::new(compound),
         })
     }

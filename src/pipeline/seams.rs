@@ -36,13 +36,14 @@ use super::refine::{FACE_NORMAL, FacePlane, LINE_END_IDS, TouchPoint, lying, nea
 pub(crate) type PartCones = Arc<[Option<CompoundPseudoNormals>]>;
 
 /// The cones of `compound`'s parts, if any two of its parts share a face; else `None`, since
-/// a part's own faces then bound every normal parry gives it.
-pub(crate) fn part_cones(compound: &Compound) -> Option<PartCones> {
-    let mut flagged = compound.clone();
-    flagged.set_flags(CompoundFlags::FIX_INTERNAL_EDGES, None);
+/// a part's own faces then bound every normal parry gives it. parry computes them under the
+/// flag, and the flag is cleared again, so that parry does not apply them itself.
+pub(crate) fn part_cones(compound: &mut Compound) -> Option<PartCones> {
+    compound.set_flags(CompoundFlags::FIX_INTERNAL_EDGES, None);
     let cones: Vec<_> = (0..compound.shapes().len() as u32)
-        .map(|i| flagged.part_normal_constraints(i).cloned())
+        .map(|i| compound.part_normal_constraints(i).cloned())
         .collect();
+    compound.set_flags(CompoundFlags::empty(), None);
     let has_cut = compound.shapes().iter().zip(&cones).any(|((_, part), cone)| {
         let faces = match part.shape_type() {
             ShapeType::Cuboid => 6,
