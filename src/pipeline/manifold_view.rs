@@ -8,7 +8,7 @@ use parry3d::math::Pose;
 use parry3d::query::{ContactManifold, TrackedContact};
 use parry3d::shape::Shape;
 
-use super::refine::{TouchPoint, face_contact, line_contact};
+use super::refine::{LINE_END_IDS, TouchPoint, face_contact, line_contact};
 use super::seams::{PartCones, across_seam};
 
 /// A pose in `f64`. parry works in `f32`; its relative pose and its answers in the shapes' own
@@ -100,15 +100,6 @@ impl<'a> ManifoldView<'a> {
         if self.swapped { (b, a) } else { (a, b) }
     }
 
-    /// Points found in parry's order, turned to the pair's.
-    fn to_pair_order(&self, points: &mut [(TouchPoint, u64)]) {
-        if self.swapped {
-            for (point, _) in points {
-                *point = point.swapped();
-            }
-        }
-    }
-
     /// The world rotations and translations of the shapes (or parts) parry was given first and
     /// second.
     fn poses(&self) -> ((DQuat, DVec3), (DQuat, DVec3)) {
@@ -118,54 +109,33 @@ impl<'a> ManifoldView<'a> {
         )
     }
 
-    /// The line along which the shapes touch, where parry gives a point or two off it
-    /// (`refine::line_contact`; `shapes` in the pair's order), turned to the pair's order.
-    pub fn line_contact(&self, shapes: (&dyn Shape, &dyn Shape)) -> Option<[TouchPoint; 2]> {
-        let (first, second) = self.poses();
-        let ends = line_contact(self.manifold, self.parry_order(shapes), first, second)?;
-        Some(if self.swapped {
-            ends.map(TouchPoint::swapped)
-        } else {
-            ends
-        })
-    }
-
-    /// The points replacing a manifold whose normal points through a cut between two parts of
-    /// a compound (`seams::across_seam`; `shapes` and their parts' `cones` in the pair's
-    /// order), turned to the pair's order and written to `points` with their feature ids.
-    pub fn across_seam(
+    /// Whether parry's manifold is replaced, and if so by which points (none where it is
+    /// dropped), written to `points` in the pair's order with their feature ids: across a cut
+    /// between a compound's parts (`seams`), else a line of contact (`refine::line_contact`),
+    /// else a flat contact found through GJK (`refine::face_contact`). `shapes` and their parts'
+    /// `cones` in the pair's order.
+    pub fn replaced(
         &self,
         shapes: (&dyn Shape, &dyn Shape),
         cones: (Option<&PartCones>, Option<&PartCones>),
-        points: &mut Vec<(TouchPoint, u64)>,
-    ) -> Option<bool> {
-        let (first, second) = self.poses();
-        let shapes = self.parry_order(shapes);
-        let replaced = across_seam(self.manifold, shapes, self.parry_order(cones), first, second, points)?;
-        self.to_pair_order(points);
-        Some(replaced)
-    }
-
-    /// The points replacing a manifold parry found through GJK between a face and another
-    /// shape (`refine::face_contact`; `shapes` in the pair's order), turned to the pair's order
-    /// and written to `points` with their feature ids; `false` where parry's manifold stands.
-    pub fn face_contact(
-        &self,
-        shapes: (&dyn Shape, &dyn Shape),
         composite: bool,
         points: &mut Vec<(TouchPoint, u64)>,
     ) -> bool {
         let (first, second) = self.poses();
-        let replaced = face_contact(
-            self.manifold,
-            self.parry_order(shapes),
-            composite,
-            first,
-            second,
-            points,
-        );
-        if replaced {
-            self.to_pair_order(points);
+        let shapes = self.parry_order(shapes);
+        let replaced = if across_seam(self.manifold, shapes, self.parry_order(cones), first, second, points).is_some() {
+            true
+        } else if let Some(ends) = line_contact(self.manifold, shapes, first, second) {
+            points.clear();
+            points.extend(ends.into_iter().zip(LINE_END_IDS));
+            true
+        } else {
+            face_contact(self.manifold, shapes, composite, first, second, points)
+        };
+        if replaced && self.swapped {
+            for (point, _) in points.iter_mut() {
+                *point = point.swapped();
+            }
         }
         replaced
     }

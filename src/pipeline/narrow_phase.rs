@@ -20,7 +20,7 @@ use parry3d::shape::{Shape, ShapeType};
 use super::PhysicsWorld;
 use super::manifold_view::{ManifoldView, WorldPose};
 use super::reduction::{Candidate, Reduction, suspect};
-use super::refine::{LINE_END_IDS, TouchPoint, part};
+use super::refine::{TouchPoint, part};
 use crate::resources::PhysicsSettings;
 
 /// One contact point between bodies `body1` and `body2` (indices into the step's bodies).
@@ -61,8 +61,7 @@ pub(crate) struct NarrowPhase {
     reduction: Reduction,
     /// A pair's manifolds asked for with its shapes swapped, for this step only.
     swapped_manifolds: Vec<ContactManifold<(), ()>>,
-    /// The points replacing one manifold (`seams`, `refine::face_contact`), with their feature
-    /// ids.
+    /// The points replacing one manifold (`ManifoldView::replaced`), with their feature ids.
     replaced_points: Vec<(TouchPoint, u64)>,
 }
 
@@ -247,24 +246,10 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 gap: point.gap,
                 id: mix(manifold_hash, feature),
             };
-            if refined {
-                if let Some(replaced) = view.across_seam((shape1, shape2), cones, replaced_points) {
-                    if replaced {
-                        let points = replaced_points.iter().map(|(point, feature)| touching(point, *feature));
-                        reduction.take_points(points, composite, |c| contact(c, manifold_hash));
-                    }
-                    continue;
-                }
-                if let Some(ends) = view.line_contact((shape1, shape2)) {
-                    let ends = ends.iter().zip(LINE_END_IDS).map(|(end, id)| touching(end, id));
-                    reduction.take_points(ends, composite, |c| contact(c, manifold_hash));
-                    continue;
-                }
-                if view.face_contact((shape1, shape2), composite, replaced_points) {
-                    let points = replaced_points.iter().map(|(point, feature)| touching(point, *feature));
-                    reduction.take_points(points, composite, |c| contact(c, manifold_hash));
-                    continue;
-                }
+            if refined && view.replaced((shape1, shape2), cones, composite, replaced_points) {
+                let points = replaced_points.iter().map(|(point, feature)| touching(point, *feature));
+                reduction.take_points(points, composite, |c| contact(c, manifold_hash));
+                continue;
             }
             let candidate = |point: &TrackedContact<()>| {
                 let (p1, p2, (fid1, fid2)) = view.point(point);
