@@ -81,26 +81,19 @@ pub(super) fn across_seam(
         return None;
     }
     // The side whose part's cone turns the normal (for two compounds, the first that does), as:
-    // whether it is parry's first, its shape and subshape, the normal turned, whether it was.
+    // whether it is parry's first, its shape and subshape, the other's, the normal turned,
+    // whether it was, and the other's radius if it is a cylinder or a capsule.
     let mut chosen = None;
     for flat_first in [true, false] {
-        let (flat, cones, flat_subshape, outward, other, other_subshape) = if flat_first {
+        let ((flat, flat_subshape, outward, cones), (other, other_subshape)) = if flat_first {
             (
-                first,
-                cones1,
-                manifold.subshape1,
-                manifold.local_n1,
-                second,
-                manifold.subshape2,
+                (first, manifold.subshape1, manifold.local_n1, cones1),
+                (second, manifold.subshape2),
             )
         } else {
             (
-                second,
-                cones2,
-                manifold.subshape2,
-                manifold.local_n2,
-                first,
-                manifold.subshape1,
+                (second, manifold.subshape2, manifold.local_n2, cones2),
+                (first, manifold.subshape1),
             )
         };
         let Some(cone) = part_cone(cones, flat_subshape) else {
@@ -113,18 +106,22 @@ pub(super) fn across_seam(
         // A cylinder's side or a capsule goes through GJK, whose normal is never quite the
         // face's: their exact line is taken wherever the normal is a face's, turned or not.
         let turned_by_cone = turned.as_dvec3().dot(outward.as_dvec3()) < 1.0 - ROUND_OFF_TURN;
-        if turned_by_cone || lying(other, other_subshape).is_some() {
-            chosen = Some((flat_first, flat, flat_subshape, turned, turned_by_cone));
+        let lying_other = lying(other, other_subshape).map(|shape| shape.axis().2);
+        if turned_by_cone || lying_other.is_some() {
+            chosen = Some((
+                flat_first,
+                flat,
+                flat_subshape,
+                other,
+                other_subshape,
+                turned,
+                turned_by_cone,
+                lying_other,
+            ));
             break;
         }
     }
-    let (flat_first, flat, flat_subshape, turned, turned_by_cone) = chosen?;
-    let (other, other_subshape) = if flat_first {
-        (second, manifold.subshape2)
-    } else {
-        (first, manifold.subshape1)
-    };
-    let lying_other = lying(other, other_subshape).map(|shape| shape.axis().2);
+    let (flat_first, flat, flat_subshape, other, other_subshape, turned, turned_by_cone, lying_other) = chosen?;
     // Turned onto a face of the part, the contact is that face's plane; turned into the cone of
     // one of the union's own convex edges, there is no plane to take, and parry's answer stands.
     let (face, on_face) = nearest_face(flat, flat_subshape, turned)?;
