@@ -273,10 +273,22 @@ fn a_wheel_and_a_log_roll_straight_on_every_floor() {
 /// accepts its warm start every step. Clipped against the triangles one at a time, its face
 /// also gave the points where the triangles' edges cross its own edges: eight points sharing
 /// the load in whatever way a solve left it, and every other step needed smoothing sweeps.
+///
+/// At (7.916, −9.743) on the height field, one corner lies a round-off outside the line
+/// through two such crossings. The hull of the plane's points then lost that corner every few
+/// steps and kept the two crossings: five points, then four again, and each change iterated (931
+/// outer iterations in 300 steps, 233 and 441 at two other places). There a box's accepted warm
+/// starts also drift past the acceptance level on a slab, tipping on its corners' `f32`
+/// round-off, and are smoothed now and then: the test asks only that no step iterates.
 #[test]
 fn a_box_resting_on_triangles_is_held_by_its_four_corners() {
     for floor in [Floor::Mesh, Floor::HeightField] {
-        for (x, z) in [(-17.7, -17.7), (-13.8, -2.1), (5.7, 9.6)] {
+        for (x, z, smoothed_on_slab) in [
+            (-17.7, -17.7, false),
+            (-13.8, -2.1, false),
+            (5.7, 9.6, false),
+            (7.916, -9.743, true),
+        ] {
             let mut app = app(60.0);
             spawn_floor(&mut app, floor);
             app.world_mut().spawn((
@@ -285,15 +297,19 @@ fn a_box_resting_on_triangles_is_held_by_its_four_corners() {
                 Transform::from_xyz(x, 0.5, z),
             ));
             step(&mut app, 60);
-            let mut worked = 0;
-            for _ in 0..200 {
+            let (mut iterated, mut smoothed) = (0, 0);
+            for _ in 0..300 {
                 step(&mut app, 1);
                 let stats = stats(&app);
                 assert_eq!(stats.contacts, 4, "{floor:?} at ({x}, {z}): {stats:?}");
-                worked += (stats.outer_iterations > 0 || stats.smoothing_sweeps > 0) as usize;
+                iterated += (stats.outer_iterations > 0) as usize;
+                smoothed += (stats.smoothing_sweeps > 0) as usize;
             }
-            println!("{floor:?} at ({x}, {z}): 4 points, {worked} of 200 steps iterated or smoothed");
-            assert_eq!(worked, 0, "{floor:?} at ({x}, {z})");
+            println!("{floor:?} at ({x}, {z}): 4 points, of 300 steps {iterated} iterated, {smoothed} smoothed");
+            assert_eq!(iterated, 0, "{floor:?} at ({x}, {z})");
+            if !smoothed_on_slab {
+                assert_eq!(smoothed, 0, "{floor:?} at ({x}, {z})");
+            }
         }
     }
 }

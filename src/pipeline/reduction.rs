@@ -175,9 +175,14 @@ struct PlaneHull {
 }
 
 impl PlaneHull {
-    /// Marks the corners among `len` points at in-plane coordinates `at(i)`: Andrew's monotone
-    /// chain, dropping points within [`ON_HULL_EDGE`] of the extent of a hull edge and
-    /// duplicates. All of them for fewer than three.
+    /// Marks the corners among `len` points at in-plane coordinates `at(i)`: the exact hull by
+    /// Andrew's monotone chain, then, nearest first, each corner within [`ON_HULL_EDGE`] of the
+    /// segment between its neighbours dropped. All of them for fewer than three.
+    ///
+    /// The tolerance is not applied inside the chain: there a point a round-off short of a true
+    /// corner's edge could pop the corner. On a height field, a box corner then went missing
+    /// every few steps, two points on its edges stood in for it, and the solve iterated each
+    /// time the plane's points changed.
     fn mark(&mut self, len: usize, at: impl Fn(usize) -> (f64, f64)) {
         self.corner.clear();
         self.corner.resize(len, len < 3);
@@ -194,10 +199,9 @@ impl PlaneHull {
         });
         let (first, last) = (at(self.order[0]), at(self.order[len - 1]));
         let extent_squared = (last.0 - first.0).powi(2) + (last.1 - first.1).powi(2);
-        let tolerance = ON_HULL_EDGE * extent_squared;
-        let turns_left = |o: usize, a: usize, b: usize| {
+        let turn = |o: usize, a: usize, b: usize| {
             let (o, a, b) = (at(o), at(a), at(b));
-            (a.0 - o.0) * (b.1 - o.1) - (a.1 - o.1) * (b.0 - o.0) > tolerance
+            (a.0 - o.0) * (b.1 - o.1) - (a.1 - o.1) * (b.0 - o.0)
         };
         self.chain.clear();
         for pass in 0..2 {
@@ -209,7 +213,7 @@ impl PlaneHull {
                     self.order[len - 1 - step]
                 };
                 while self.chain.len() >= start + 2
-                    && !turns_left(self.chain[self.chain.len() - 2], self.chain[self.chain.len() - 1], i)
+                    && turn(self.chain[self.chain.len() - 2], self.chain[self.chain.len() - 1], i) <= 0.0
                 {
                     self.chain.pop();
                 }
@@ -218,14 +222,40 @@ impl PlaneHull {
             // Each half ends where the other begins.
             self.chain.pop();
         }
+        // A corner is dropped only where it lies between its neighbours: the ends of a line of
+        // points (a log lying across tiles) are a round-off from the line through theirs.
+        let tolerance = ON_HULL_EDGE * extent_squared.sqrt();
+        let off_edge = |prev: usize, corner: usize, next: usize| {
+            let ((px, py), (cx, cy), (nx, ny)) = (at(prev), at(corner), at(next));
+            let (ex, ey, dx, dy) = (nx - px, ny - py, cx - px, cy - py);
+            let length_squared = ex * ex + ey * ey;
+            let along = (dx * ex + dy * ey) / length_squared;
+            let between = (0.0..=1.0).contains(&along);
+            between.then(|| (ex * dy - ey * dx).abs() / length_squared.sqrt())
+        };
+        while self.chain.len() > 2 {
+            let n = self.chain.len();
+            let flattest = (0..n)
+                .filter_map(|k| {
+                    let (prev, next) = (self.chain[(k + n - 1) % n], self.chain[(k + 1) % n]);
+                    off_edge(prev, self.chain[k], next).map(|distance| (distance, k))
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            match flattest {
+                Some((distance, k)) if distance <= tolerance => {
+                    self.chain.remove(k);
+                }
+                _ => break,
+            }
+        }
         for &i in &self.chain {
             self.corner[i] = true;
         }
     }
 }
 
-/// How far from a hull edge, as a fraction of the plane's extent squared (an area), a point
-/// still counts as on it: 1e-6 of a 1 m face is a point a micrometre off the line.
+/// How far from the segment between its neighbours, as a fraction of the plane's extent, a hull
+/// corner still counts as on that edge: 1e-6 of a 1 m face is a micrometre.
 const ON_HULL_EDGE: f64 = 1e-6;
 
 impl Reduction {
