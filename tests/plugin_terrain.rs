@@ -313,3 +313,43 @@ fn a_box_resting_on_triangles_is_held_by_its_four_corners() {
         }
     }
 }
+
+/// Upright cylinders standing on a flat mesh, height field or compound of tiles are held by four
+/// points of their rim and accept their warm start, as boxes are. parry clipped a square of the
+/// cap against each triangle or tile on its own, each square turned to that piece's GJK closest
+/// point and with that point added: up to eight points per cylinder, changing from step to step.
+/// These 25 cylinders were smoothed in every step and took 1655 outer iterations in 300 steps on
+/// the mesh, 1857 on the height field and 2444 on the tiles.
+#[test]
+fn cylinders_standing_on_triangles_and_tiles_are_held_by_four_rim_points() {
+    for floor in [Floor::Mesh, Floor::HeightField, Floor::Tiles] {
+        let mut app = app(60.0);
+        spawn_floor(&mut app, floor);
+        for i in 0..5 {
+            for j in 0..5 {
+                let (x, z) = (
+                    -17.5 + 7.23 * i as f32 + 0.37 * j as f32,
+                    -17.3 + 7.07 * j as f32 + 0.19 * i as f32,
+                );
+                app.world_mut().spawn((
+                    RigidBody::Dynamic,
+                    Collider::cylinder(0.5, 1.0),
+                    Transform::from_xyz(x, 0.5, z),
+                ));
+            }
+        }
+        step(&mut app, 60);
+        let (mut outer, mut smoothed) = (0, 0);
+        for _ in 0..300 {
+            step(&mut app, 1);
+            let stats = stats(&app);
+            assert_eq!(stats.contacts, 100, "{floor:?}: {stats:?}");
+            outer += stats.outer_iterations;
+            smoothed += (stats.smoothing_sweeps > 0) as usize;
+        }
+        println!(
+            "25 cylinders on {floor:?}: 4 points each, {outer} outer iterations and {smoothed} smoothed steps in 300"
+        );
+        assert_eq!(outer, 0, "{floor:?}");
+    }
+}

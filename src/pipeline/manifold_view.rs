@@ -8,6 +8,7 @@ use parry3d::math::Pose;
 use parry3d::query::{ContactManifold, TrackedContact};
 use parry3d::shape::Shape;
 
+use super::caps::cap_on_face;
 use super::refine::{LINE_END_IDS, TouchPoint, face_contact, line_contact};
 use super::seams::{PartCones, across_seam};
 
@@ -110,9 +111,10 @@ impl<'a> ManifoldView<'a> {
     }
 
     /// Whether parry's manifold is replaced, and if so by which points (none where it is
-    /// dropped), written to `points` in the pair's order with their feature ids: across a cut
-    /// between a compound's parts (`seams`), else a line of contact (`refine::line_contact`),
-    /// else a flat contact found through GJK (`refine::face_contact`). `shapes` and their parts'
+    /// dropped), written to `points` in the pair's order with their feature ids: a cylinder's
+    /// cap on a face (`caps`), else across a cut between a compound's parts (`seams`), else a
+    /// line of contact (`refine::line_contact`), else a flat contact found through GJK
+    /// (`refine::face_contact`). `shapes` and their parts'
     /// `cones` in the pair's order.
     pub fn replaced(
         &self,
@@ -123,7 +125,10 @@ impl<'a> ManifoldView<'a> {
     ) -> bool {
         let (first, second) = self.poses();
         let shapes = self.parry_order(shapes);
-        let replaced = if across_seam(self.manifold, shapes, self.parry_order(cones), first, second, points).is_some() {
+        // A cap stands on a face's exact plane, whichever part it is: no seam's cone to ask.
+        let replaced = if cap_on_face(self.manifold, shapes, first, second, points)
+            || across_seam(self.manifold, shapes, self.parry_order(cones), first, second, points).is_some()
+        {
             true
         } else if let Some(ends) = line_contact(self.manifold, shapes, first, second) {
             points.clear();

@@ -2,8 +2,8 @@
 //!
 //! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
 //! (contact points; with `manifold_view`, parry's answers in world coordinates, `refine`, exact
-//! lines of contact along cylinders and capsules and exact faces under GJK, `seams`, no contact
-//! through the cuts between a compound's parts, and `reduction`, which points the solver gets)
+//! lines of contact along cylinders and capsules and exact faces under GJK, `caps`, a cylinder's cap on a mesh, height field or compound, `seams`,
+//! no contact through the cuts between a compound's parts, and `reduction`, which points the solver gets)
 //! → [`solve`] (islands, CANAL) → [`integrate`] (poses) → [`write_back`] (simulation bodies →
 //! ECS, contacts, statistics).
 //!
@@ -11,6 +11,7 @@
 //! touch user components.
 
 pub(crate) mod broad_phase;
+mod caps;
 pub(crate) mod integrate;
 pub(crate) mod joints;
 mod manifold_view;

@@ -53,9 +53,14 @@ impl FacePlane {
         }
     }
 
+    /// How far `point` (world) lies out of the plane, m: negative under it.
+    pub fn gap(&self, point: DVec3) -> f64 {
+        self.normal.dot(point) - self.offset
+    }
+
     /// The contact of the other shape's point `on_other` (world) with the plane.
     pub fn touch(&self, on_other: DVec3) -> TouchPoint {
-        let gap = self.normal.dot(on_other) - self.offset;
+        let gap = self.gap(on_other);
         let on_flat = on_other - self.normal * gap;
         let touch = TouchPoint {
             on_first: on_other,
@@ -381,10 +386,10 @@ fn through_gjk(first: &dyn Shape, second: &dyn Shape) -> bool {
 /// a hull's corner on a face. The face's normal is exact where GJK's is not, and parry's points
 /// on the other shape are measured against the face's plane, written to `points`.
 ///
-/// Not for a cylinder on a mesh, a height field or a compound (`composite`): its cap's points
-/// there come one triangle at a time, and measured against the triangles' planes, one of 100
-/// cylinders resting on a mesh rocked by 0.1 mm in a step, where parry's own gaps kept it
-/// within 4e-9 m (both iterate about as much).
+/// A cylinder's cap standing flat on a face is `super::caps`'. Not for a cylinder on a mesh, a
+/// height field or a compound (`composite`) otherwise: parry's points there come one triangle at
+/// a time, and measured against the triangles' planes, one of 100 cylinders resting on a mesh
+/// (before `caps`) rocked by 0.1 mm in a step, where parry's own gaps kept it within 4e-9 m.
 pub(super) fn face_contact(
     manifold: &ContactManifold<(), ()>,
     (first, second): (&dyn Shape, &dyn Shape),
