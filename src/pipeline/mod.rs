@@ -1,11 +1,12 @@
 //! The physics step, one stage per file, in data-flow order:
 //!
 //! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
-//! (contact points; with `manifold_view`, parry's answers in world coordinates, `refine`, exact
-//! lines of contact along cylinders and capsules and exact faces under GJK, `caps`, a cylinder's cap on a mesh, height field or compound, `seams`,
-//! no contact through the cuts between a compound's parts, and `reduction`, which points the solver gets)
-//! → [`solve`] (islands, CANAL) → [`integrate`] (poses) → [`write_back`] (simulation bodies →
-//! ECS, contacts, statistics).
+//! (contact points; with `manifold_view`, parry's answers in world coordinates, `lost_contact`,
+//! a mesh's triangles asked one by one when parry lost a touching pair, `caps`, a cylinder's cap
+//! on a face, `refine`, exact lines of contact along cylinders and capsules and exact faces under
+//! GJK, `seams`, no contact through the cuts between a compound's parts, and `reduction`, which
+//! points the solver gets) → [`solve`] (islands, CANAL) → [`integrate`] (poses) →
+//! [`write_back`] (simulation bodies → ECS, contacts, statistics).
 //!
 //! Stages communicate through the [`PhysicsWorld`] resource; only `prepare` and `write_back`
 //! touch user components.
@@ -14,6 +15,7 @@ pub(crate) mod broad_phase;
 mod caps;
 pub(crate) mod integrate;
 pub(crate) mod joints;
+mod lost_contact;
 mod manifold_view;
 pub(crate) mod narrow_phase;
 pub(crate) mod prepare;

@@ -3,9 +3,9 @@
 //! Owns the per-pair manifold caches (parry reuses their points while a pair turns little, except
 //! where a shape rolls; dropped when either collider changes), the speculative margin, and the
 //! stable id of each point (pair + feature ids) that the solver warm starts by, and asks parry
-//! again when its answer is suspect. Reading a manifold is [`super::manifold_view`]'s, its
-//! corrections [`super::seams`]' and [`super::refine`]'s, which points of it are kept
-//! [`super::reduction`]'s. Produces [`GeneratedContact`]s; knows nothing of islands or impulses.
+//! again when its answer is suspect or empty (the last resort [`super::lost_contact`]'s). Reading
+//! a manifold is [`super::manifold_view`]'s, its corrections [`super::caps`]', [`super::seams`]'
+//! and [`super::refine`]'s, which points of it are kept [`super::reduction`]'s. Produces [`GeneratedContact`]s; knows nothing of islands or impulses.
 
 use bevy_platform::collections::HashMap;
 use std::time::Instant;
@@ -18,6 +18,7 @@ use parry3d::query::{
 use parry3d::shape::{Shape, ShapeType};
 
 use super::PhysicsWorld;
+use super::lost_contact::ask_each_triangle;
 use super::manifold_view::{ManifoldView, WorldPose};
 use super::reduction::{Candidate, Reduction, suspect};
 use super::refine::{TouchPoint, part};
@@ -194,14 +195,18 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             cache.forget();
             swapped_manifolds.clear();
             let mut workspace = None;
+            let pos21 = pose2.inv_mul(&pose1);
             let _ = DefaultQueryDispatcher.contact_manifolds(
-                &pose2.inv_mul(&pose1),
+                &pos21,
                 shape2,
                 shape1,
                 prediction,
                 swapped_manifolds,
                 &mut workspace,
             );
+            if lost && swapped_manifolds.iter().all(|manifold| manifold.points.is_empty()) {
+                ask_each_triangle(&pos21, shape2, shape1, prediction, swapped_manifolds);
+            }
         }
         let manifolds = if swapped { &*swapped_manifolds } else { &cache.manifolds };
         let friction = body1.friction.combine_rule.combine(
