@@ -1,6 +1,6 @@
 //! Stage 3, a last resort of the narrow phase: a pair with a triangle mesh or a height field that
-//! touched last step and now gets no point from parry, asked again one triangle at a time without
-//! the internal-edge constraints.
+//! touched last step and now gets no point from parry, even asked with its shapes swapped, asked
+//! again one triangle at a time without the internal-edge constraints.
 //!
 //! parry checks each triangle's contact normal against the cone of normals its edges allow, so
 //! that nothing catches on the edge between two triangles of one surface. A ball or a capsule

@@ -46,6 +46,9 @@ struct PairCache {
     manifolds: Vec<ContactManifold<(), ()>>,
     workspace: Option<ContactManifoldsWorkspace>,
     seen: bool,
+    /// Whether the pair's manifolds had a point last step: kept apart from `manifolds`, which a
+    /// step that asked with the shapes swapped leaves empty.
+    touched: bool,
 }
 
 impl PairCache {
@@ -170,7 +173,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         }
         let (pose1, pose2) = (WorldPose::of(body1), WorldPose::of(body2));
         let pos12 = pose1.inv_mul(&pose2);
-        let touched = cache.manifolds.iter().any(|manifold| !manifold.points.is_empty());
+        let touched = cache.touched;
         if DefaultQueryDispatcher
             .contact_manifolds(
                 &pos12,
@@ -209,6 +212,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             }
         }
         let manifolds = if swapped { &*swapped_manifolds } else { &cache.manifolds };
+        cache.touched = manifolds.iter().any(|manifold| !manifold.points.is_empty());
         let friction = body1.friction.combine_rule.combine(
             body2.friction.combine_rule,
             body1.friction.coefficient,
