@@ -82,6 +82,9 @@ pub struct SolverStats {
     /// Projected Gauss–Seidel sweeps given to near-miss warm starts, summed over islands (see
     /// `SolverSettings::smoothing_sweeps`).
     pub smoothing_sweeps: u32,
+    /// Steps through an earlier solve's factorization given to near-miss warm starts, summed
+    /// over islands (`SolveReport::held_steps`).
+    pub held_steps: u32,
     /// Semismooth Newton steps of the polish that follows a spent outer budget, summed over
     /// islands (see `SolverSettings::polish_iterations`).
     pub polish_iterations: u32,

@@ -148,6 +148,21 @@ impl Assembled {
         6 * self.bodies.len()
     }
 
+    /// A fingerprint of what a factorization of `H` is laid out by: the bodies, and each block's
+    /// bodies and pair. Equal fingerprints let one step solve with another's factorization.
+    pub fn pattern(&self) -> u64 {
+        let mix = |hash: u64, value: u64| (hash ^ value).wrapping_mul(0x100_0000_01b3);
+        let side = |side: &Option<JacobianBlock>| side.map_or(u64::MAX, |s| s.body as u64);
+        let start = mix(
+            mix(0xcbf2_9ce4_8422_2325, self.bodies.len() as u64),
+            self.contacts.len() as u64,
+        );
+        self.contacts.iter().fold(start, |hash, c| {
+            let pair = c.pair.map_or(u64::MAX, |p| p as u64);
+            mix(mix(mix(hash, side(&c.sides[0])), side(&c.sides[1])), pair)
+        })
+    }
+
     /// Fills `self` from `problem`; `velocity` receives the step-start velocities.
     pub fn assemble(
         &mut self,

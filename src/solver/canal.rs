@@ -13,6 +13,7 @@ use super::anderson::Anderson;
 use super::assembly::{Assembled, Source};
 use super::cone::Cone;
 use super::distribution::Distribution;
+use super::held_step::HeldStep;
 use super::holding::{Answer, Holding};
 use super::newton::{NewtonCounts, NewtonSolver, NewtonTrace, Surrogate};
 use super::polish::Polish;
@@ -50,6 +51,9 @@ const SETTLED_HEADROOM_ITERATIONS: u32 = 3;
 /// `retry_penalty` (true) or `initial_penalty`. On six windows of captured sphere-pen steps, the
 /// first alone cut the steps left above 1e-6 m/s from 27 to 14, all three to 7.
 const RETRY_STARTS: [(bool, bool); 3] = [(true, true), (false, false), (false, true)];
+
+/// Most steps through the factorization held (`held_step`) spent on one near-miss warm start.
+const HELD_STEPS: u32 = 3;
 
 /// One outer iteration's record, for convergence studies.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -133,6 +137,9 @@ pub struct Solver {
     /// The impulses that hold the answer's velocities, valid when `held`.
     holding: Holding,
     held: bool,
+    /// The fingerprint of the problem the factorization held was made for (`Assembled::pattern`).
+    factored_pattern: Option<u64>,
+    held_step: HeldStep,
 }
 
 impl Solver {
@@ -293,7 +300,13 @@ impl Solver {
             report.warm_start_accepted = nc > 0;
             return self.finish(report, initial, None);
         }
-        if warm_started && settings.smoothing_sweeps > 0 && initial.worst() <= settings.smoothing_max_ratio * accept {
+        let near_miss = warm_started && initial.worst() <= settings.smoothing_max_ratio * accept;
+        if near_miss && let Some(corrected) = self.correct_through_held(problem, settings, accept) {
+            report.warm_start_accepted = true;
+            report.held_steps = corrected.1;
+            return self.finish(report, corrected.0, None);
+        }
+        if near_miss && settings.smoothing_sweeps > 0 {
             report.smoothing_sweeps = settings.smoothing_sweeps;
             if let Some(smoothed) = self.smooth_warm_start(settings.smoothing_sweeps, accept) {
                 report.warm_start_accepted = true;
@@ -315,6 +328,7 @@ impl Solver {
             best = self.move_to_nearest(best, settings, &mut report);
         }
         let report = self.finish(report, best, failure);
+        self.factored_pattern = self.newton.system.factored_weights().map(|_| self.asm.pattern());
         // Not after the polish, a retry or the move to the nearest loads: the factorization held
         // is then not the one the answer settled with. Only after a solve that began near its
         // answer, as a resting scene's do; given to every converged solve, the guess showed
@@ -605,6 +619,56 @@ impl Solver {
         std::mem::swap(&mut self.v, &mut self.scratch2);
         self.keep_best();
         Some(smoothed)
+    }
+
+    /// The warm start corrected through the factorization an earlier solve left (`held_step`),
+    /// if that factorization fits the island and the correction ends within `accept`, with the
+    /// number of steps taken; the next step's warm start is then the holding guess made with it.
+    fn correct_through_held(
+        &mut self,
+        problem: &StepProblem,
+        settings: &SolverSettings,
+        accept: f64,
+    ) -> Option<(ContactResiduals, u32)> {
+        if self.factored_pattern != Some(self.asm.pattern()) || !HeldStep::usable(&self.asm, &self.newton.system) {
+            return None;
+        }
+        self.lambda_next.copy_from_slice(&self.lambda);
+        self.scratch2.copy_from(&self.v);
+        let target = settings.headroom_target();
+        let mut steps = 0;
+        let corrected = loop {
+            steps += 1;
+            self.held_step.run(
+                &self.asm,
+                &mut self.newton.system,
+                &mut self.lambda_next,
+                &self.scratch2,
+            );
+            self.asm
+                .velocities_for(&self.lambda_next, &mut self.scratch, &mut self.scratch2);
+            let residuals = contact_residuals(&self.asm, &self.scratch2, &self.lambda_next);
+            if residuals.within(target) || steps == HELD_STEPS {
+                break residuals;
+            }
+        };
+        if !corrected.within(accept) {
+            return None;
+        }
+        std::mem::swap(&mut self.lambda, &mut self.lambda_next);
+        std::mem::swap(&mut self.v, &mut self.scratch2);
+        self.keep_best();
+        self.held = self.holding.guess(
+            &self.asm,
+            &mut self.newton.system,
+            &Answer {
+                start: &problem.bodies,
+                v: &self.best_v,
+                lambda: &self.best_lambda,
+            },
+            target,
+        );
+        Some((corrected, steps))
     }
 
     /// Chooses the next outer iteration's `(λ, δ)` from the last image: Anderson-mixed, or, on
