@@ -338,17 +338,23 @@ impl Solver {
             && report.polish_iterations == 0
             && report.retries == 0
             && report.distribution_solves == 0
-            && self.holding.guess(
-                &self.asm,
-                &mut self.newton.system,
-                &Answer {
-                    start: &problem.bodies,
-                    v: &self.best_v,
-                    lambda: &self.best_lambda,
-                },
-                settings.headroom_target(),
-            );
+            && self.guess_holding(problem, settings.headroom_target());
         report
+    }
+
+    /// Makes the holding guess (`holding`) for the answer in `best_v`, `best_lambda` with the
+    /// factorization held, aiming for `target` m/s; whether it is nearer than the answer.
+    fn guess_holding(&mut self, problem: &StepProblem, target: f64) -> bool {
+        self.holding.guess(
+            &self.asm,
+            &mut self.newton.system,
+            &Answer {
+                start: &problem.bodies,
+                v: &self.best_v,
+                lambda: &self.best_lambda,
+            },
+            target,
+        )
     }
 
     /// While the best answer so far spent a run's budget and is above `tolerance × retry_above`,
@@ -658,16 +664,7 @@ impl Solver {
         std::mem::swap(&mut self.lambda, &mut self.lambda_next);
         std::mem::swap(&mut self.v, &mut self.scratch2);
         self.keep_best();
-        self.held = self.holding.guess(
-            &self.asm,
-            &mut self.newton.system,
-            &Answer {
-                start: &problem.bodies,
-                v: &self.best_v,
-                lambda: &self.best_lambda,
-            },
-            target,
-        );
+        self.held = self.guess_holding(problem, target);
         Some((corrected, steps))
     }
 
