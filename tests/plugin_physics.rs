@@ -748,3 +748,37 @@ fn a_box_whose_collider_is_resized_rests_on_its_new_surface() {
         assert!(stats(&app).converged, "{:?}", stats(&app));
     }
 }
+
+/// An upright cylinder standing on a pedestal narrower than its cap (a box, a compound's part),
+/// and a wide cylinder on a narrow one, rest where they stand. The cap's rim points (`caps`) lie beyond such a face; taken
+/// alone, they would hold nothing, and the cylinder would fall through.
+#[test]
+fn a_cylinder_rests_on_a_pedestal_narrower_than_its_cap() {
+    let pedestals = [
+        ("box", Collider::cuboid(0.4, 1.0, 0.4)),
+        ("cylinder", Collider::cylinder(0.2, 1.0)),
+        (
+            "compound's part",
+            Collider::compound(vec![(Vec3::ZERO, Quat::IDENTITY, Collider::cuboid(0.4, 1.0, 0.4))]).unwrap(),
+        ),
+    ];
+    for (name, pedestal) in pedestals {
+        let mut app = app(60.0);
+        app.world_mut()
+            .spawn((RigidBody::Static, pedestal, Transform::from_xyz(0.0, -0.5, 0.0)));
+        let cylinder = app
+            .world_mut()
+            .spawn((
+                RigidBody::Dynamic,
+                Collider::cylinder(0.5, 1.0),
+                Transform::from_xyz(0.0, 0.5, 0.0),
+            ))
+            .id();
+        step(&mut app, 1);
+        let start = precise(&app, cylinder).translation;
+        step(&mut app, 120);
+        let moved = (precise(&app, cylinder).translation - start).length();
+        println!("cylinder on a narrow {name}, 2 s: moved {moved:e} m");
+        assert!(moved < 1e-6, "on a narrow {name}: moved {moved} m");
+    }
+}

@@ -35,7 +35,9 @@ const DEPTH_SLACK: f64 = 1e-2;
 
 /// Where `manifold`'s shapes (parry's order, at these world rotations and translations) are a
 /// cylinder standing on its cap, to [`FACE_NORMAL`], on a face of the other shape's triangle or
-/// part: the rim points over that face, written to `points`, in parry's order.
+/// part: the rim points over that face, written to `points`, in parry's order. Not on a single
+/// shape's face that misses a rim point, nor on a compound's part that misses all four and lies
+/// under the cap's centre.
 ///
 /// The face is the one the cylinder's axis is normal to, not the one nearest parry's normal: a
 /// rim point exactly over the seam of two tiles touches the next tile's edge, and parry's normal
@@ -81,20 +83,29 @@ pub(super) fn cap_on_face(
         return false;
     };
     let rim = [DVec3::X, DVec3::Z, DVec3::NEG_X, DVec3::NEG_Z].map(|along| rotation * along * radius);
-    points.clear();
-    for (offset, id) in rim.into_iter().zip(RIM_IDS) {
-        let touch = plane.touch(cap_centre + offset);
+    let over = |point: DVec3| {
+        let touch = plane.touch(point);
         let on_flat = if cylinder_first.is_some() {
             touch.on_second
         } else {
             touch.on_first
         };
         let local = (flat_rotation.inverse() * (on_flat - flat_translation)).as_vec3();
-        if over_face(flat, flat_subshape, local) {
-            points.push((touch, id));
-        }
+        over_face(flat, flat_subshape, local).then_some(touch)
+    };
+    points.clear();
+    for (offset, id) in rim.into_iter().zip(RIM_IDS) {
+        points.extend(over(cap_centre + offset).map(|touch| (touch, id)));
     }
-    true
+    // The rim is the contact where the face reaches beyond it, or where other triangles or parts
+    // carry the rim points this one misses. A face that misses some and that nothing else
+    // carries — a pedestal narrower than the cap, a compound's part under the cap's centre — is
+    // left to parry, whose square is clipped to it: the rim alone would hold nothing.
+    match flat.as_typed_shape() {
+        TypedShape::TriMesh(_) | TypedShape::HeightField(_) => true,
+        TypedShape::Compound(_) => !points.is_empty() || over(cap_centre).is_none(),
+        _ => points.len() == rim.len(),
+    }
 }
 
 /// Whether `local`, a point of a face's plane in the frame of `shape`'s part or triangle
