@@ -476,7 +476,8 @@ fn a_near_miss_warm_start_is_smoothed_without_newton() {
 /// the same island later is corrected through it (Woodbury's identity turns `H⁻¹` into the
 /// Delassus inverse of the sticking blocks) instead of by the sweeps: to the headroom target in
 /// at most three solves, where the sweeps stop just inside the tolerance, so that the resting
-/// 210-box pyramid needed them in 256 of 600 steps. A fresh solver, holding nothing, sweeps.
+/// 210-box pyramid needed them in 256 of 600 steps. A fresh solver, holding nothing, sweeps, and
+/// so does one told not to (`SolverSettings::held_steps = 0`).
 #[test]
 fn a_near_miss_is_corrected_through_the_factorization_an_earlier_solve_left() {
     let settings = SolverSettings::default();
@@ -502,6 +503,10 @@ fn a_near_miss_is_corrected_through_the_factorization_an_earlier_solve_left() {
     }
 
     let report = Solver::new(settings).solve(&warm, &mut Solution::default());
+    assert!(report.held_steps == 0 && report.smoothing_sweeps > 0, "{report:?}");
+
+    solver.settings.held_steps = 0;
+    let report = solver.solve(&warm, &mut Solution::default());
     assert!(report.held_steps == 0 && report.smoothing_sweeps > 0, "{report:?}");
 }
 

@@ -20,7 +20,7 @@ use parry3d::shape::{Shape, Triangle, TypedShape};
 /// Fills `manifolds` with one manifold per triangle of `first` or `second` (whichever is a mesh
 /// or height field) and convex shape or compound part of the other within `prediction` of each
 /// other, found without normal constraints, in the order given (`pos12` takes `second`'s frame
-/// to `first`'s). None if neither is a mesh or height field.
+/// to `first`'s). Leaves `manifolds` empty if neither is a mesh or height field.
 pub(super) fn ask_each_triangle(
     pos12: &Pose,
     first: &dyn Shape,

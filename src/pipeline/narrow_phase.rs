@@ -5,7 +5,8 @@
 //! stable id of each point (pair + feature ids) that the solver warm starts by, and asks parry
 //! again when its answer is suspect or empty (the last resort [`super::lost_contact`]'s). Reading
 //! a manifold is [`super::manifold_view`]'s, its corrections [`super::caps`]', [`super::seams`]'
-//! and [`super::refine`]'s, which points of it are kept [`super::reduction`]'s. Produces [`GeneratedContact`]s; knows nothing of islands or impulses.
+//! and [`super::refine`]'s, which points of it are kept [`super::reduction`]'s. Produces
+//! [`GeneratedContact`]s; knows nothing of islands or impulses.
 
 use bevy_platform::collections::HashMap;
 use std::time::Instant;

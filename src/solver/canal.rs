@@ -52,9 +52,6 @@ const SETTLED_HEADROOM_ITERATIONS: u32 = 3;
 /// first alone cut the steps left above 1e-6 m/s from 27 to 14, all three to 7.
 const RETRY_STARTS: [(bool, bool); 3] = [(true, true), (false, false), (false, true)];
 
-/// Most steps through the factorization held (`held_step`) spent on one near-miss warm start.
-const HELD_STEPS: u32 = 3;
-
 /// One outer iteration's record, for convergence studies.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OuterTrace {
@@ -636,7 +633,10 @@ impl Solver {
         settings: &SolverSettings,
         accept: f64,
     ) -> Option<(ContactResiduals, u32)> {
-        if self.factored_pattern != Some(self.asm.pattern()) || !HeldStep::usable(&self.asm, &self.newton.system) {
+        if settings.held_steps == 0
+            || self.factored_pattern != Some(self.asm.pattern())
+            || !HeldStep::usable(&self.asm, &self.newton.system)
+        {
             return None;
         }
         self.lambda_next.copy_from_slice(&self.lambda);
@@ -654,7 +654,7 @@ impl Solver {
             self.asm
                 .velocities_for(&self.lambda_next, &mut self.scratch, &mut self.scratch2);
             let residuals = contact_residuals(&self.asm, &self.scratch2, &self.lambda_next);
-            if residuals.within(target) || steps == HELD_STEPS {
+            if residuals.within(target) || steps >= settings.held_steps {
                 break residuals;
             }
         };
