@@ -275,6 +275,21 @@ fn a_wheel_and_a_log_roll_straight_on_every_floor() {
     }
 }
 
+/// Steps `app` 300 times, asserting `points` contacts in every step (`what` names the case), and
+/// returns the outer iterations, the steps that iterated and the steps smoothed.
+fn rest(app: &mut App, points: usize, what: &str) -> (u32, usize, usize) {
+    let (mut outer, mut iterated, mut smoothed) = (0, 0, 0);
+    for _ in 0..300 {
+        step(app, 1);
+        let stats = stats(app);
+        assert_eq!(stats.contacts, points, "{what}: {stats:?}");
+        outer += stats.outer_iterations;
+        iterated += (stats.outer_iterations > 0) as usize;
+        smoothed += (stats.smoothing_sweeps > 0) as usize;
+    }
+    (outer, iterated, smoothed)
+}
+
 /// A box resting on a flat mesh or height field is held by its four corners, as on a slab, and
 /// accepts its warm start every step. Clipped against the triangles one at a time, its face
 /// also gave the points where the triangles' edges cross its own edges: eight points sharing
@@ -296,14 +311,7 @@ fn a_box_resting_on_triangles_is_held_by_its_four_corners() {
                 Transform::from_xyz(x, 0.5, z),
             ));
             step(&mut app, 60);
-            let (mut iterated, mut smoothed) = (0, 0);
-            for _ in 0..300 {
-                step(&mut app, 1);
-                let stats = stats(&app);
-                assert_eq!(stats.contacts, 4, "{floor:?} at ({x}, {z}): {stats:?}");
-                iterated += (stats.outer_iterations > 0) as usize;
-                smoothed += (stats.smoothing_sweeps > 0) as usize;
-            }
+            let (_, iterated, smoothed) = rest(&mut app, 4, &format!("{floor:?} at ({x}, {z})"));
             println!("{floor:?} at ({x}, {z}): 4 points, of 300 steps {iterated} iterated, {smoothed} smoothed");
             assert_eq!((iterated, smoothed), (0, 0), "{floor:?} at ({x}, {z})");
         }
@@ -335,14 +343,7 @@ fn cylinders_standing_on_triangles_and_tiles_are_held_by_four_rim_points() {
             }
         }
         step(&mut app, 60);
-        let (mut outer, mut smoothed) = (0, 0);
-        for _ in 0..300 {
-            step(&mut app, 1);
-            let stats = stats(&app);
-            assert_eq!(stats.contacts, 100, "{floor:?}: {stats:?}");
-            outer += stats.outer_iterations;
-            smoothed += (stats.smoothing_sweeps > 0) as usize;
-        }
+        let (outer, _, smoothed) = rest(&mut app, 100, &format!("{floor:?}"));
         println!(
             "25 cylinders on {floor:?}: 4 points each, {outer} outer iterations and {smoothed} smoothed steps in 300"
         );
