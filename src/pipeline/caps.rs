@@ -18,14 +18,15 @@ use bevy_math::{DQuat, DVec3, Vec3};
 use parry3d::query::ContactManifold;
 use parry3d::shape::{Shape, Triangle, TypedShape};
 
-use super::refine::{FACE_NORMAL, FacePlane, TouchPoint, nearest_face, part};
+use super::reduction::deepest;
+use super::refine::{FACE_NORMAL, FacePlane, TouchPoint, lies_on, nearest_face, part};
 
 /// Feature ids of the rim points, apart from any id parry gives.
 const RIM_IDS: [u64; 4] = [1 << 33, 1 << 33 | 1, 1 << 33 | 2, 1 << 33 | 3];
 
-/// How far a rim point may lie off the face it stands over, relative to its distance from the
-/// face shape's origin (at least 1 m), and still count as over it: a few `f32` rounding steps.
-/// A point over an edge two triangles share then comes from both, once the plane's points merge.
+/// How far a rim point may lie off the face it stands over and still count as over it (see
+/// `refine::lies_on`). A point over an edge two triangles share then comes from both, once the
+/// plane's points merge.
 const OVER_FACE: f32 = 2e-6;
 
 /// How much deeper than parry's deepest point a cap may lie under a face's plane and still
@@ -61,9 +62,9 @@ pub(super) fn cap_on_face(
         },
     };
     let (rotation, translation) = cylinder_pose;
-    let (flat_rotation, flat_translation) = flat_pose;
+    let flat_rotation = flat_pose.0;
     let axis = rotation * DVec3::Y;
-    let deepest = manifold.points.iter().map(|p| p.dist).fold(f32::INFINITY, f32::min) as f64;
+    let deepest = deepest(&manifold.points) as f64;
     let radius = cylinder.radius as f64;
     // The face out of which the cylinder stands, along its axis one way or the other.
     let standing = [axis, -axis].into_iter().find_map(|out_of_face| {
@@ -85,13 +86,7 @@ pub(super) fn cap_on_face(
     let rim = [DVec3::X, DVec3::Z, DVec3::NEG_X, DVec3::NEG_Z].map(|along| rotation * along * radius);
     let over = |point: DVec3| {
         let touch = plane.touch(point);
-        let on_flat = if cylinder_first.is_some() {
-            touch.on_second
-        } else {
-            touch.on_first
-        };
-        let local = (flat_rotation.inverse() * (on_flat - flat_translation)).as_vec3();
-        over_face(flat, flat_subshape, local).then_some(touch)
+        over_face(flat, flat_subshape, plane.on_flat_local(&touch, flat_pose)).then_some(touch)
     };
     points.clear();
     for (offset, id) in rim.into_iter().zip(RIM_IDS) {
@@ -111,10 +106,7 @@ pub(super) fn cap_on_face(
 /// Whether `local`, a point of a face's plane in the frame of `shape`'s part or triangle
 /// `subshape`, lies on that part or triangle to [`OVER_FACE`].
 fn over_face(shape: &dyn Shape, subshape: u32, local: Vec3) -> bool {
-    let on = |shape: &dyn Shape| {
-        let projected = shape.project_local_point(local, true).point;
-        projected.distance(local) <= OVER_FACE * local.length().max(1.0)
-    };
+    let on = |shape: &dyn Shape| lies_on(shape, local, true, OVER_FACE);
     let triangle = |triangle: Triangle| on(&triangle);
     match shape.as_typed_shape() {
         TypedShape::TriMesh(mesh) => triangle(mesh.triangle(subshape)),

@@ -109,6 +109,11 @@ fn rolls_at(shape: &dyn Shape, subshape: u32, local_normal: Vec3) -> bool {
     }
 }
 
+/// Whether any of a pair's manifolds holds a point.
+fn any_point(manifolds: &[ContactManifold<(), ()>]) -> bool {
+    manifolds.iter().any(|manifold| !manifold.points.is_empty())
+}
+
 /// Whether a pair with this shape may need its manifolds corrected (`seams`, `refine`): boxes
 /// and balls against each other come from parry's exact tests. Skipping the checks there took
 /// the resting 210-box pyramid's narrow phase from 126 to 104 µs a step.
@@ -193,7 +198,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         // round got it right. So is a pair that touched last step and now has no point at all:
         // a wheel rolling on a slab got none from GJK every few dozen steps, and fell by g·dt²
         // (2.7 mm at 60 Hz). This step only; the next asks in the usual order again.
-        let lost = touched && cache.manifolds.iter().all(|manifold| manifold.points.is_empty());
+        let lost = touched && !any_point(&cache.manifolds);
         let swapped = lost || cache.manifolds.iter().any(suspect);
         if swapped {
             cache.forget();
@@ -208,12 +213,12 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 swapped_manifolds,
                 &mut workspace,
             );
-            if lost && swapped_manifolds.iter().all(|manifold| manifold.points.is_empty()) {
+            if lost && !any_point(swapped_manifolds) {
                 ask_each_triangle(&pos21, shape2, shape1, prediction, swapped_manifolds);
             }
         }
         let manifolds = if swapped { &*swapped_manifolds } else { &cache.manifolds };
-        cache.touched = manifolds.iter().any(|manifold| !manifold.points.is_empty());
+        cache.touched = any_point(manifolds);
         let friction = body1.friction.combine_rule.combine(
             body2.friction.combine_rule,
             body1.friction.coefficient,

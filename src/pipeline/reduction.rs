@@ -101,6 +101,11 @@ pub(super) fn is_closest_points(point: &TrackedContact<()>) -> bool {
     point.fid1 == PackedFeatureId::UNKNOWN && point.fid2 == PackedFeatureId::UNKNOWN
 }
 
+/// The least gap among a manifold's points, m (infinite for none).
+pub(super) fn deepest(points: &[TrackedContact<()>]) -> f32 {
+    points.iter().map(|p| p.dist).fold(f32::INFINITY, f32::min)
+}
+
 /// The least gap a point of the manifold may have (see [`DEPTH_SLACK`]).
 fn depth_floor(points: &[TrackedContact<()>]) -> f32 {
     let closest = points

@@ -71,6 +71,17 @@ impl FacePlane {
         if self.flat_first { touch.swapped() } else { touch }
     }
 
+    /// Where `touch` (one of [`Self::touch`]'s) lies on the flat shape, in the frame of the flat
+    /// shape at `(rotation, translation)`.
+    pub fn on_flat_local(&self, touch: &TouchPoint, (rotation, translation): (DQuat, DVec3)) -> Vec3 {
+        let on_flat = if self.flat_first {
+            touch.on_first
+        } else {
+            touch.on_second
+        };
+        (rotation.inverse() * (on_flat - translation)).as_vec3()
+    }
+
     /// parry's points on the other shape (at its world rotation and translation), measured
     /// against the plane, with their feature ids, appended to `points`: where the other shape
     /// touches with a flat feature or a corner, these stay where they are.
@@ -185,6 +196,13 @@ pub(super) fn nearest_face(shape: &dyn Shape, subshape: u32, towards: Vec3) -> O
         }
         _ => None,
     }
+}
+
+/// Whether `local` (in `shape`'s frame) lies on `shape`, to `tolerance` relative to its distance
+/// from the origin (at least 1 m): a few `f32` rounding steps. `solid` as parry's projection.
+pub(super) fn lies_on(shape: &dyn Shape, local: Vec3, solid: bool, tolerance: f32) -> bool {
+    let projected = shape.project_local_point(local, solid).point;
+    (projected - local).length() <= tolerance * local.length().max(1.0)
 }
 
 /// `shape`'s part `subshape` if it is a compound, else `shape`.
@@ -314,8 +332,9 @@ fn line_on_face(
     (face, on_face): (Vec3, Vec3),
     checked: bool,
 ) -> Option<[TouchPoint; 2]> {
-    let face_normal = (flat_rotation * face.as_dvec3()).normalize_or_zero();
-    let towards_face = lying_rotation.inverse() * -face_normal;
+    let flat_pose = (flat_rotation, flat_translation);
+    let plane = FacePlane::new(!lying_first, (face, on_face), flat_pose);
+    let towards_face = lying_rotation.inverse() * -plane.normal;
     // The lowest points of the two ends, in the lying shape's frame.
     let lowest = match lying {
         Lying::Cylinder(cylinder) => {
@@ -334,34 +353,12 @@ fn line_on_face(
             ]
         }
     };
-    let plane = face_normal.dot(flat_translation + flat_rotation * on_face.as_dvec3());
     let end = |local: DVec3| {
-        let on_lying = lying_translation + lying_rotation * local;
-        let gap = face_normal.dot(on_lying) - plane;
-        let on_face = on_lying - face_normal * gap;
+        let touch = plane.touch(lying_translation + lying_rotation * local);
         // Near the face's rim the line can pass beyond it, where the cylinder rests on the
         // rim instead: then parry's answer stands.
-        let on_part = || {
-            let local = (flat_rotation.inverse() * (on_face - flat_translation)).as_vec3();
-            let projected = flat.project_local_point(local, false).point;
-            (projected - local).length() <= ON_FACE * local.length().max(1.0)
-        };
-        let ends = if lying_first {
-            TouchPoint {
-                on_first: on_lying,
-                on_second: on_face,
-                gap,
-                normal: face_normal,
-            }
-        } else {
-            TouchPoint {
-                on_first: on_face,
-                on_second: on_lying,
-                gap,
-                normal: -face_normal,
-            }
-        };
-        (!checked || on_part()).then_some(ends)
+        let on_part = || lies_on(flat, plane.on_flat_local(&touch, flat_pose), false, ON_FACE);
+        (!checked || on_part()).then_some(touch)
     };
     Some([end(lowest[0])?, end(lowest[1])?])
 }

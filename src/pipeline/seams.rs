@@ -28,7 +28,7 @@ use parry3d::query::details::NormalConstraints;
 use parry3d::query::{ContactManifold, Ray};
 use parry3d::shape::{Compound, CompoundFlags, CompoundPseudoNormals, Shape, ShapeType};
 
-use super::reduction::DEPTH_SLACK;
+use super::reduction::{DEPTH_SLACK, deepest};
 use super::refine::{FACE_NORMAL, FacePlane, LINE_END_IDS, TouchPoint, lying, nearest_face, part, side_on_face};
 
 /// Each part's cone of outward normals of the union (`None` for a part with curved sides,
@@ -170,11 +170,7 @@ pub(super) fn across_seam(
     // is on, and may be turned onto the wrong one: a hull sliding over a seam was put a tile's
     // thickness deep. No contact of parry's lies there: drop it. parry's own depth for a
     // cylinder or a capsule comes from GJK, to about 1e-3 of its radius.
-    let deepest = manifold
-        .points
-        .iter()
-        .map(|point| point.dist)
-        .fold(f32::INFINITY, f32::min);
+    let deepest = deepest(&manifold.points);
     let slack = DEPTH_SLACK.max(lying_other.unwrap_or(0.0) * 1e-2);
     if points.iter().any(|(point, _)| point.gap < (deepest - slack) as f64) {
         points.clear();
