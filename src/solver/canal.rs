@@ -608,20 +608,36 @@ impl Solver {
     /// load between a body's redundant contacts, and a loose solve continued from there let a
     /// ten-box stack at 1e-4 m/s tilt until corners dug in 6 mm.
     fn smooth_warm_start(&mut self, sweeps: u32, accept: f64) -> Option<ContactResiduals> {
-        self.lambda_next.copy_from_slice(&self.lambda);
-        self.scratch2.copy_from(&self.v);
+        self.begin_trial();
         self.smoother
             .run(&self.asm, &mut self.lambda_next, &mut self.scratch2, sweeps);
-        self.asm
-            .velocities_for(&self.lambda_next, &mut self.scratch, &mut self.scratch2);
-        let smoothed = contact_residuals(&self.asm, &self.scratch2, &self.lambda_next);
+        let smoothed = self.trial_residuals();
         if !smoothed.within(accept) {
             return None;
         }
+        self.keep_trial();
+        Some(smoothed)
+    }
+
+    /// Starts a trial correction of the warm start: its impulses in `lambda_next`, its velocities
+    /// in `scratch2`, leaving `(λ, v)` as they are until [`Self::keep_trial`].
+    fn begin_trial(&mut self) {
+        self.lambda_next.copy_from_slice(&self.lambda);
+        self.scratch2.copy_from(&self.v);
+    }
+
+    /// Sets the trial's velocities to those of its impulses and returns the pair's residuals.
+    fn trial_residuals(&mut self) -> ContactResiduals {
+        self.asm
+            .velocities_for(&self.lambda_next, &mut self.scratch, &mut self.scratch2);
+        contact_residuals(&self.asm, &self.scratch2, &self.lambda_next)
+    }
+
+    /// Makes the trial `(λ, v)` and the best pair.
+    fn keep_trial(&mut self) {
         std::mem::swap(&mut self.lambda, &mut self.lambda_next);
         std::mem::swap(&mut self.v, &mut self.scratch2);
         self.keep_best();
-        Some(smoothed)
     }
 
     /// The warm start corrected through the factorization an earlier solve left (`held_step`),
@@ -639,8 +655,7 @@ impl Solver {
         {
             return None;
         }
-        self.lambda_next.copy_from_slice(&self.lambda);
-        self.scratch2.copy_from(&self.v);
+        self.begin_trial();
         let target = settings.headroom_target();
         let mut steps = 0;
         let corrected = loop {
@@ -651,9 +666,7 @@ impl Solver {
                 &mut self.lambda_next,
                 &self.scratch2,
             );
-            self.asm
-                .velocities_for(&self.lambda_next, &mut self.scratch, &mut self.scratch2);
-            let residuals = contact_residuals(&self.asm, &self.scratch2, &self.lambda_next);
+            let residuals = self.trial_residuals();
             if residuals.within(target) || steps >= settings.held_steps {
                 break residuals;
             }
@@ -661,9 +674,7 @@ impl Solver {
         if !corrected.within(accept) {
             return None;
         }
-        std::mem::swap(&mut self.lambda, &mut self.lambda_next);
-        std::mem::swap(&mut self.v, &mut self.scratch2);
-        self.keep_best();
+        self.keep_trial();
         self.held = self.guess_holding(problem, target);
         Some((corrected, steps))
     }
