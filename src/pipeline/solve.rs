@@ -129,7 +129,12 @@ pub(crate) fn solve(
     // Islands: dynamic bodies joined by contacts between two dynamic bodies.
     let mut parent: Vec<usize> = (0..n).collect();
     let links = world.contacts.iter().map(|c| (c.body1, c.body2));
+    let mut last = None;
     for (a, b) in links.chain(world.joints.iter().map(|j| (j.body1, j.body2))) {
+        // A manifold's points arrive together and join the same two bodies: one union will do.
+        if last.replace((a, b)) == Some((a, b)) {
+            continue;
+        }
         if world.bodies[a].kind.is_dynamic() && world.bodies[b].kind.is_dynamic() {
             let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
             // The smaller index is the root: islands are then numbered in body order.

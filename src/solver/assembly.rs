@@ -139,7 +139,9 @@ pub(crate) struct Assembled {
     pub bodies: Vec<BodyBlocks>,
     pub rhs: DVector<f64>,
     pub contacts: Vec<AssembledContact>,
-    /// Distinct dynamic body pairs `(a, b)`, `a < b`, in sorted order.
+    /// Distinct dynamic body pairs `(a, b)`, `a < b`: as the blocks arrived after
+    /// [`Self::assemble`], sorted and each block's [`AssembledContact::pair`] set only after
+    /// [`Self::index_pairs`].
     pub pairs: Vec<(usize, usize)>,
 }
 
@@ -163,7 +165,8 @@ impl Assembled {
         })
     }
 
-    /// Fills `self` from `problem`; `velocity` receives the step-start velocities.
+    /// Fills `self` from `problem`; `velocity` receives the step-start velocities. The pairs are
+    /// left to [`Self::index_pairs`].
     pub fn assemble(
         &mut self,
         problem: &StepProblem,
@@ -307,7 +310,6 @@ impl Assembled {
                 source: Source::Constraint(ji),
             });
         }
-        self.index_pairs();
         Ok(())
     }
 
@@ -403,8 +405,11 @@ impl Assembled {
         Some((sides, rows, fixed_velocity))
     }
 
-    /// Sorts and deduplicates the coupled body pairs, then points each contact at its pair.
-    fn index_pairs(&mut self) {
+    /// Sorts and deduplicates the coupled body pairs, then points each contact at its pair: what
+    /// the Newton systems and [`Self::pattern`] are laid out by. Not part of [`Self::assemble`]:
+    /// a step whose warm start is accepted never needs it, and it was an eighth of such a step's
+    /// assembly on the resting 210-box pyramid.
+    pub fn index_pairs(&mut self) {
         self.pairs.sort_unstable();
         self.pairs.dedup();
         let mut last: Option<((usize, usize), Option<usize>)> = None;
@@ -454,6 +459,10 @@ impl Assembled {
     }
 
     /// `J_c v`, the contact's relative velocity without bias.
+    // Always inline: every pass over the contacts calls it, and left to the compiler the
+    // residuals called it, its 3-vector went through memory, and a resting 210-box pyramid's
+    // accepted solve took 151 µs instead of 135.
+    #[inline(always)]
     pub fn jacobian_times(&self, c: usize, v: &DVector<f64>) -> Vector3<f64> {
         let contact = &self.contacts[c];
         let mut w = Vector3::zeros();
@@ -467,6 +476,7 @@ impl Assembled {
     }
 
     /// `out += J_cᵀ f`.
+    #[inline(always)]
     pub fn add_jacobian_transpose(&self, c: usize, f: &Vector3<f64>, out: &mut DVector<f64>) {
         let contact = &self.contacts[c];
         for side in contact.sides.iter().flatten() {

@@ -297,6 +297,7 @@ impl Solver {
             report.warm_start_accepted = nc > 0;
             return self.finish(report, initial, None);
         }
+        self.asm.index_pairs();
         let near_miss = warm_started && initial.worst() <= settings.smoothing_max_ratio * accept;
         if near_miss && let Some(corrected) = self.correct_through_held(problem, settings, accept) {
             report.warm_start_accepted = true;

@@ -47,10 +47,13 @@ pub enum Cone {
 
 impl Cone {
     /// `Π_K(x)`: the nearest admissible impulse (for a drive, the bound).
-    // Inline, as are `update`, `shift` and `violation_squared`: the residuals and the smoothing
-    // sweeps call them per contact, and as calls the 3-vector went through memory and stalled on
-    // store forwarding. Inlining took a resting pyramid's step from 0.60 to 0.50 ms.
-    #[inline]
+    // Always inline, as `update`, `shift`, `shifted`, `violation_squared` and the free
+    // functions they call: the residuals and the smoothing sweeps call them per contact, and as
+    // calls the 3-vector went through memory and stalled on store forwarding. Inlining took a
+    // resting pyramid's step from 0.60 to 0.50 ms; a plain `#[inline]` was later dropped by the
+    // compiler once `Assembled::jacobian_times` was inlined into the residuals (146 µs for that
+    // pyramid's accepted solve instead of 135).
+    #[inline(always)]
     pub fn project(&self, x: &Vector3<f64>) -> Vector3<f64> {
         match *self {
             Cone::Coulomb { mu } => project(mu, x).0,
@@ -62,7 +65,7 @@ impl Cone {
 
     /// The multiplier update `λ⁺ = P(x)`, `x = λ − β y`: `Π_K(x)` for a set; for a drive,
     /// `clamp(s x, ±max)` with `s = gain / (gain + β)`, whose fixed point is `λ = clamp(−gain·y)`.
-    #[inline]
+    #[inline(always)]
     pub fn update(&self, x: &Vector3<f64>, beta: f64) -> Vector3<f64> {
         // Not `update_with_jacobian(..).0`: the residuals and the smoothing sweeps call this for
         // every contact of every step, and the Jacobian they dropped was 8% of a resting
@@ -114,7 +117,7 @@ impl Cone {
     }
 
     /// The de Saxcé shift of the block's velocity: `μ ‖w_t‖` for contacts, 0 for joint rows.
-    #[inline]
+    #[inline(always)]
     pub fn shift(&self, w: &Vector3<f64>) -> f64 {
         match *self {
             Cone::Coulomb { mu } => shift(mu, w),
@@ -124,7 +127,7 @@ impl Cone {
 
     /// `ŷ = w + δ(w) e_n`: a block's velocity `w = J v + e` with its de Saxcé shift on the normal
     /// row, the velocity the residuals and updates act on.
-    #[inline]
+    #[inline(always)]
     pub fn shifted(&self, w: &Vector3<f64>) -> Vector3<f64> {
         let mut y = *w;
         y.x += self.shift(w);
@@ -135,7 +138,7 @@ impl Cone {
     /// A bounded row has no velocity condition of its own (at its bound it may move), so it reports
     /// 0 and is judged by the NCP residual alone. Squared because the residuals take the worst
     /// over all contacts, and one square root at the end is cheaper than one per contact.
-    #[inline]
+    #[inline(always)]
     pub fn violation_squared(&self, y: &Vector3<f64>) -> f64 {
         match self {
             Cone::Bounded { .. } | Cone::Drive { .. } => 0.0,
@@ -146,6 +149,7 @@ impl Cone {
 
 /// `‖(x₁, x₂)‖`. Not `f64::hypot`: its overflow-safe libm path cost 18% of a pyramid step, and
 /// impulses and velocities here are nowhere near 1e154.
+#[inline(always)]
 pub(crate) fn tangent_norm(x: &Vector3<f64>) -> f64 {
     (x.y * x.y + x.z * x.z).sqrt()
 }
@@ -154,6 +158,7 @@ pub(crate) fn tangent_norm(x: &Vector3<f64>) -> f64 {
 ///
 /// The regimes are tested open first: testing stick first turns `x = (−1, 0, 0)` with μ = 0 into a
 /// pulling contact (design note §2).
+#[inline(always)]
 pub fn project(mu: f64, x: &Vector3<f64>) -> (Vector3<f64>, ConeRegime) {
     let r = tangent_norm(x);
     if mu * r <= -x.x {
@@ -208,6 +213,7 @@ pub fn project_dual(mu: f64, y: &Vector3<f64>) -> Vector3<f64> {
 }
 
 /// The de Saxcé shift's normal component `μ ‖w_t‖` of a relative velocity `w`.
+#[inline(always)]
 pub fn shift(mu: f64, w: &Vector3<f64>) -> f64 {
     mu * tangent_norm(w)
 }

@@ -174,6 +174,7 @@ mod tests {
             let mut asm = Assembled::default();
             asm.assemble(problem, &SolverSettings::default(), &mut DVector::zeros(0))
                 .expect("valid pile");
+            asm.index_pairs();
             asm
         };
         let (light, heavy) = (assemble(&light), assemble(&heavy));
@@ -214,6 +215,7 @@ mod tests {
         let mut v = DVector::zeros(0);
         asm.assemble(&problem, &SolverSettings::default(), &mut v)
             .expect("valid pile");
+        asm.index_pairs();
         let weights: Vec<Matrix3<f64>> = (0..asm.contacts.len())
             .map(|c| Matrix3::from_diagonal_element(10.0 * (1 + c % 3) as f64))
             .collect();
