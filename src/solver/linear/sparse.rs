@@ -267,6 +267,9 @@ impl LowerBlocks for SparseCholesky {
     fn add_block(&mut self, row: usize, col: usize, pair: Option<usize>, block: &Matrix6<f64>) {
         match pair {
             None => {
+                // Without its pair an off-diagonal block would land on the diagonal: the pairs
+                // are indexed only by `Assembled::index_pairs`, after the assembly.
+                debug_assert_eq!(row, col, "a coupling block without its pair");
                 let start_col = 6 * self.rank[col];
                 for c in 0..6 {
                     let start = self.col_ptr[start_col + c];
