@@ -750,8 +750,8 @@ fn a_box_whose_collider_is_resized_rests_on_its_new_surface() {
 }
 
 /// An upright cylinder standing on a pedestal narrower than its cap (a box, a compound's part),
-/// and a wide cylinder on a narrow one, rest where they stand. The cap's rim points (`caps`) lie beyond such a face; taken
-/// alone, they would hold nothing, and the cylinder would fall through.
+/// and a wide cylinder on a narrow one, rest where they stand. The cap's rim points (`caps`) lie
+/// beyond such a face; taken alone, they would hold nothing, and the cylinder would fall through.
 #[test]
 fn a_cylinder_rests_on_a_pedestal_narrower_than_its_cap() {
     let pedestals = [
