@@ -439,6 +439,7 @@ impl Solver {
         let mut drifting = 0;
         let mut failure = Some(SolveFailure::BudgetExhausted);
         let mut headroom_left = None;
+        let mut last_worst = initial.worst();
 
         for outer in 0..settings.max_outer_iterations {
             report.outer_iterations += 1;
@@ -464,9 +465,25 @@ impl Solver {
                 std::mem::swap(&mut self.v, &mut self.scratch2);
             }
             let newton_before = counts.newton;
+            // Far from the answer an exact minimiser of this surrogate is wasted: the next one
+            // moves anyway (`SolverSettings::inner_forcing`). A run that began near its answer
+            // keeps exact solves: its headroom iterations are tuned on them.
+            let loose = !near && settings.inner_forcing > 0.0 && last_worst > 100.0 * settings.tolerance;
+            let inner_tolerance = if loose {
+                settings.inner_forcing * last_worst
+            } else {
+                0.0
+            };
             if self
                 .newton
-                .minimize(&self.asm, &surrogate, &mut self.v, settings, &mut counts)
+                .minimize(
+                    &self.asm,
+                    &surrogate,
+                    &mut self.v,
+                    settings,
+                    inner_tolerance,
+                    &mut counts,
+                )
                 .is_err()
             {
                 failure = Some(SolveFailure::SingularSystem);
@@ -478,9 +495,20 @@ impl Solver {
             // Newton's last evaluation was at this v: λ^{l+1} = Π(λ − β(J v + ê)) and J v + ê come
             // from it.
             let (projected, shifted) = self.newton.last_evaluation();
+            self.lambda_next.copy_from_slice(projected);
+            for ((velocity, shifted), shift) in self.velocity.iter_mut().zip(shifted).zip(&self.shift) {
+                *velocity = shifted - Vector3::new(*shift, 0.0, 0.0);
+            }
+            // A loose minimiser leaves `A v − b − Jᵀλ⁺` at up to the inner tolerance: judge, and
+            // keep, the pair that satisfies the dynamics instead.
+            if loose {
+                self.asm
+                    .velocities_for(&self.lambda_next, &mut self.scratch, &mut self.v);
+                for c in 0..nc {
+                    self.velocity[c] = self.asm.jacobian_times(c, &self.v) + self.asm.contacts[c].bias;
+                }
+            }
             for c in 0..nc {
-                self.velocity[c] = shifted[c] - Vector3::new(self.shift[c], 0.0, 0.0);
-                self.lambda_next[c] = projected[c];
                 primal = primal.max((self.lambda_next[c] - self.lambda[c]).norm() / self.beta[c]);
                 self.shift_next[c] = self.cones[c].shift(&self.velocity[c]);
                 // A separating contact's shift does not matter: any shift keeps it feasible.
@@ -489,6 +517,7 @@ impl Solver {
                 }
             }
             let residuals = contact_residuals_at(&self.asm, &self.velocity, &self.lambda_next);
+            last_worst = residuals.worst();
             if settings.record_trace {
                 self.outer_trace.push(OuterTrace {
                     newton_iterations: counts.newton,

@@ -129,7 +129,8 @@ impl NewtonSolver {
         Ok(())
     }
 
-    /// Minimises the surrogate from `v`, in place. Always ends on an evaluation of the returned
+    /// Minimises the surrogate from `v`, in place, until `‖A⁻¹∇Φ‖∞` is within the design note's
+    /// inner tolerance or `inner_tolerance` (m/s), whichever is larger. Always ends on an evaluation of the returned
     /// `v`, which [`Self::last_evaluation`] exposes.
     pub fn minimize(
         &mut self,
@@ -137,6 +138,7 @@ impl NewtonSolver {
         s: &Surrogate,
         v: &mut DVector<f64>,
         settings: &SolverSettings,
+        inner_tolerance: f64,
         counts: &mut NewtonCounts,
     ) -> Result<(), NotPositiveDefinite> {
         // One evaluation more than factorizations: the last step's result is checked too.
@@ -154,7 +156,9 @@ impl NewtonSolver {
                 });
             }
             let floor = 64.0 * f64::EPSILON * (s.penalty * largest_y + v.amax());
-            if gradient_norm <= (1e-3 * settings.tolerance).max(floor) || iteration == settings.max_newton_iterations {
+            if gradient_norm <= (1e-3 * settings.tolerance).max(floor).max(inner_tolerance)
+                || iteration == settings.max_newton_iterations
+            {
                 return Ok(());
             }
             self.system.factor(asm, &self.weights)?;
