@@ -467,7 +467,7 @@ impl Solver {
             let newton_before = counts.newton;
             // Far from the answer an exact minimiser of this surrogate is wasted: the next one
             // moves anyway (`SolverSettings::inner_forcing`). A run that began near its answer
-            // keeps exact solves: its headroom iterations are tuned on them.
+            // keeps exact solves, so a resting scene's solves stay as they were.
             let loose = !near && settings.inner_forcing > 0.0 && last_worst > 100.0 * settings.tolerance;
             let inner_tolerance = if loose {
                 settings.inner_forcing * last_worst

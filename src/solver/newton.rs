@@ -130,8 +130,8 @@ impl NewtonSolver {
     }
 
     /// Minimises the surrogate from `v`, in place, until `‖A⁻¹∇Φ‖∞` is within the design note's
-    /// inner tolerance or `inner_tolerance` (m/s), whichever is larger. Always ends on an evaluation of the returned
-    /// `v`, which [`Self::last_evaluation`] exposes.
+    /// inner tolerance or `inner_tolerance` (m/s), whichever is larger. Always ends on an
+    /// evaluation of the returned `v`, which [`Self::last_evaluation`] exposes.
     pub fn minimize(
         &mut self,
         asm: &Assembled,

@@ -84,10 +84,11 @@ pub struct SolverSettings {
     /// 0.1 took 17% fewer Newton iterations (2.96M against 3.58M, about two standard errors of
     /// the difference) and left as many steps unconverged (621 against 691) and above 1e-6 m/s
     /// (209 against 197) within their spread, and 0.01 saved less (3.33M; 709 and 233). Those
-    /// runs loosened near runs too; as it is, 0.1 took 3.07M (−14%; 655 and 206). It stays off because a loose cold solve settles a statically
-    /// indeterminate pile on other loads (the same velocities), and from those two pyramid tests
-    /// of the default fail: a resting solve stops short of its headroom target, and two paths
-    /// from one warm start end 1.06e-7 m/s apart. See `docs/sphere-pen.md`.
+    /// runs loosened near runs too; as it is, 0.1 took 3.07M (−14%; 655 and 206). It stays off
+    /// because a loose cold solve settles a statically indeterminate pile on other loads (the
+    /// same velocities), and from those two pyramid tests of the default fail: a resting solve
+    /// stops short of its headroom target, and two paths from one warm start end 1.06e-7 m/s
+    /// apart. See `docs/sphere-pen.md`.
     pub inner_forcing: f64,
     /// Most evaluations of `φ'(α)` per line search.
     pub max_line_search_iterations: u32,
