@@ -496,16 +496,17 @@ impl Solver {
             // from it.
             let (projected, shifted) = self.newton.last_evaluation();
             self.lambda_next.copy_from_slice(projected);
-            for ((velocity, shifted), shift) in self.velocity.iter_mut().zip(shifted).zip(&self.shift) {
-                *velocity = shifted - Vector3::new(*shift, 0.0, 0.0);
-            }
-            // A loose minimiser leaves `A v − b − Jᵀλ⁺` at up to the inner tolerance: judge, and
-            // keep, the pair that satisfies the dynamics instead.
             if loose {
+                // A loose minimiser leaves `A v − b − Jᵀλ⁺` at up to the inner tolerance: judge,
+                // and keep, the pair that satisfies the dynamics instead.
                 self.asm
                     .velocities_for(&self.lambda_next, &mut self.scratch, &mut self.v);
                 for c in 0..nc {
                     self.velocity[c] = self.asm.jacobian_times(c, &self.v) + self.asm.contacts[c].bias;
+                }
+            } else {
+                for ((velocity, shifted), shift) in self.velocity.iter_mut().zip(shifted).zip(&self.shift) {
+                    *velocity = shifted - Vector3::new(*shift, 0.0, 0.0);
                 }
             }
             for c in 0..nc {
