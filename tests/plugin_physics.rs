@@ -198,7 +198,9 @@ fn a_cylinder_rolls_down_a_slope_at_two_thirds_of_g_sin_theta() {
 /// more than the 2 − √3 ≈ 0.27 they need to hold. parry gives two capsules a single point,
 /// which for parallel axes lands at an arbitrary end of their overlap and jumped from end to
 /// end between steps; the pile of capsules rolled apart, 0.11 m in 10 s, and one of cylinders
-/// crept 1 mm. Side by side, they now touch along the line where they meet.
+/// crept 1 mm. Side by side, they now touch along the line where they meet. They keep touching
+/// there every step: after 12.8 s parry once gave the top cylinder a single point with a normal
+/// 36° astray, asked again the other way round no point, and it fell 0.75 mm into its neighbour.
 #[test]
 fn a_pile_of_three_logs_rests() {
     let lying = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
@@ -219,13 +221,19 @@ fn a_pile_of_three_logs_rests() {
             .collect();
         step(&mut app, 1);
         let starts: Vec<_> = logs.iter().map(|&log| precise(&app, log).translation).collect();
-        step(&mut app, 600);
+        // Two ends of each line of contact: two on the ground, one between the lower logs, two
+        // under the top one.
+        for k in 0..1200 {
+            step(&mut app, 1);
+            let contacts = stats(&app).contacts;
+            assert_eq!(contacts, 10, "{name}: {contacts} contacts at step {k}");
+        }
         let farthest = logs
             .iter()
             .zip(&starts)
             .map(|(&log, start)| (precise(&app, log).translation - *start).length())
             .fold(0.0, f64::max);
-        println!("pile of three {name}, 10 s: moved at most {farthest:e} m");
+        println!("pile of three {name}, 20 s: moved at most {farthest:e} m");
         assert!(farthest < 1e-6, "{name}: moved up to {farthest} m");
     }
 }

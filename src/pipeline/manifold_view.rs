@@ -9,7 +9,7 @@ use parry3d::query::{ContactManifold, TrackedContact};
 use parry3d::shape::Shape;
 
 use super::caps::cap_on_face;
-use super::refine::{LINE_END_IDS, TouchPoint, face_contact, line_contact};
+use super::refine::{LINE_END_IDS, TouchPoint, face_contact, line_contact, side_by_side};
 use super::seams::{PartCones, across_seam};
 
 /// A pose in `f64`. parry works in `f32`; its relative pose and its answers in the shapes' own
@@ -143,6 +143,14 @@ impl<'a> ManifoldView<'a> {
             }
         }
         replaced
+    }
+
+    /// Whether `shapes` (in the pair's order) are two cylinders or capsules lying side by side,
+    /// whose contact [`replaced`](Self::replaced) rebuilds from their axes, whatever parry's
+    /// normal and points.
+    pub fn side_by_side(&self, shapes: (&dyn Shape, &dyn Shape)) -> bool {
+        let (first, second) = self.poses();
+        side_by_side(self.manifold, self.parry_order(shapes), first, second).is_some()
     }
 
     /// A point's positions on the pair's first and second shapes, and their feature ids.

@@ -432,7 +432,7 @@ const PARALLEL: f64 = 0.999_998_5;
 /// end of their overlap and jumped from end to end between steps; cylinders get GJK's rough
 /// normal. The contact is the two ends of the overlap, each with the normal and gap between
 /// the axes there.
-fn side_by_side(
+pub(super) fn side_by_side(
     manifold: &ContactManifold<(), ()>,
     (first, second): (&dyn Shape, &dyn Shape),
     (rotation1, translation1): (DQuat, DVec3),
