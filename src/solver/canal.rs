@@ -545,12 +545,15 @@ impl Solver {
                 // Headroom: while an outer iteration costs at most one Newton step (the iterate
                 // is near the solution, the active set settled), go on below the level a warm
                 // start is accepted at, so that the next step's warm start, these impulses
-                // again, is accepted.
-                let cheap = counts.newton - newton_before <= 1;
-                let system = &self.newton.system;
+                // again, is accepted. A settled sticking solve does not judge the iteration that
+                // reached the tolerance by its cost: whether that one or the one before paid for
+                // the last change of the active set depends on the loads it started from.
+                let settled = outer < SETTLED_OUTER_ITERATIONS;
+                let sticking = settled && near && self.newton.system.factored_diagonal();
+                let reached_now = headroom_left.is_none();
+                let cheap = counts.newton - newton_before <= 1 || (reached_now && sticking);
                 let left = headroom_left.get_or_insert_with(|| {
-                    if outer < SETTLED_OUTER_ITERATIONS {
-                        let sticking = near && system.factored_diagonal();
+                    if settled {
                         settings.headroom_budget() + if sticking { SETTLED_HEADROOM_ITERATIONS } else { 0 }
                     } else {
                         settings.headroom_iterations
