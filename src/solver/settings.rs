@@ -84,14 +84,16 @@ pub struct SolverSettings {
     /// default) always solves to the design note's inner tolerance.
     ///
     /// Why it is off: on 24 poured sphere pens (`cargo bench --bench pen_seeds`, 5 December 2026)
-    /// 0.1 took 17% fewer Newton iterations (2.96M against 3.58M, about two standard errors of
-    /// the difference) and left as many steps unconverged (621 against 691) and above 1e-6 m/s
-    /// (209 against 197) within their spread, and 0.01 saved less (3.33M; 709 and 233). Those
-    /// runs loosened near runs too; as it is, 0.1 took 3.07M (−14%; 655 and 206). It stays off
-    /// because a loose cold solve settles a statically indeterminate pile on other loads (the
-    /// same velocities), and from those two pyramid tests of the default fail: a resting solve
-    /// stops short of its headroom target, and two paths from one warm start end 1.06e-7 m/s
-    /// apart. See `docs/sphere-pen.md`.
+    /// four variants of 0.1 took 5–17% fewer Newton iterations than exact solves (0.7–1.9
+    /// standard errors of the difference), and every one left more steps above 1e-6 m/s (+9 to
+    /// +32 of 4320, within one or so standard error each): 0.1 as first landed took 3.07M against
+    /// 3.58M iterations and left 206 steps above 1e-6 m/s against 197. A saving that size is not
+    /// worth a hint of a worse tail in a solver sold on reaching its tolerance. Also, a loose cold
+    /// solve settles a statically indeterminate pile on other loads (the same velocities), and
+    /// from those two solves of a 10-row pyramid by different paths end with velocities 1.06e-7
+    /// m/s apart, where
+    /// `a_solve_returns_the_loads_nearest_its_warm_start_whatever_its_path` asserts 1e-7. See
+    /// `docs/sphere-pen.md`.
     pub inner_forcing: f64,
     /// Most evaluations of `φ'(α)` per line search.
     pub max_line_search_iterations: u32,
