@@ -11,8 +11,8 @@
 //! arbitrary end of the overlap. The face's own normal is exact, and so are the lines along
 //! which a cylinder or a capsule touches a plane and parallel axes touch each other. The face is
 //! the one nearest parry's normal, or, where that normal went astray, the one the lying shape's
-//! axis lies outside of. Elsewhere (a line running off a face's rim, skewed axes) parry's
-//! manifold stands.
+//! axis lies outside of; a line longer than the face touches along the stretch over it.
+//! Elsewhere (a line beside a face's rim, skewed axes) parry's manifold stands.
 //!
 //! And where GJK found a flat contact — a hull or a cylinder's cap on a face, a hull's corner on
 //! one — the face's exact normal and plane ([`face_contact`], [`FacePlane`]) in place of GJK's
@@ -20,7 +20,7 @@
 //! Knows nothing of caches, reduction or bodies.
 
 use bevy_math::{DQuat, DVec3, Vec3};
-use parry3d::query::{ContactManifold, TrackedContact};
+use parry3d::query::{ContactManifold, Ray, TrackedContact};
 
 use super::reduction::is_closest_points;
 use parry3d::shape::{Capsule, Cylinder, Shape, ShapeType, SupportMap, Triangle, TypedShape};
@@ -120,6 +120,10 @@ const SAME_NORMAL: f64 = 0.5;
 /// How far from the flat shape, relative to the distance from its origin (at least 1 m), an
 /// end of the line may fall and still count as on its face: a few `f32` rounding steps.
 const ON_FACE: f32 = 1e-6;
+
+/// Least fraction of a line of contact that must lie over a face for the stretch to count as
+/// resting on it: a shorter one is the line grazing the face's rim.
+const CLIPPED_STRETCH: f64 = 1e-3;
 
 /// A point where two shapes touch — one end of a line of contact, or a point across a seam
 /// (`seams`) — in world coordinates, for the two shapes in a given order (parry's).
@@ -243,8 +247,8 @@ pub(super) fn lying(shape: &dyn Shape, subshape: u32) -> Option<Lying<'_>> {
 }
 
 /// A cylinder's side or a capsule resting on a face: the exact line where they touch (for a
-/// capsule in any attitude, the lowest points of its two end spheres), if both its ends lie on
-/// the face. The face is the flat shape's nearest parry's normal, else the one of a box or a
+/// capsule in any attitude, the lowest points of its two end spheres), clipped to the face
+/// where it runs off it, if some of it lies over the face. The face is the flat shape's nearest parry's normal, else the one of a box or a
 /// hull that the lying shape's axis lies farthest outside of; or `face` (normal and a point of
 /// it, in the part's frame) where `seams` turned parry's normal: the line is then given whole,
 /// since the face runs on across a seam, and the caller clips it.
@@ -321,8 +325,8 @@ fn facing(shape: &dyn Shape, point: Vec3) -> Option<(Vec3, Vec3)> {
 }
 
 /// The line along which `lying` (at its world rotation and translation) touches `flat`'s face
-/// `(normal, point)` (in `flat`'s frame, at its world pose), if `checked` only where both its
-/// ends lie over the face; in the pair's order given by `lying_first`.
+/// `(normal, point)` (in `flat`'s frame, at its world pose), if `checked` clipped to the face
+/// and only where some of it lies over it; in the pair's order given by `lying_first`.
 fn line_on_face(
     lying: &Lying,
     lying_first: bool,
@@ -353,14 +357,25 @@ fn line_on_face(
             ]
         }
     };
-    let end = |local: DVec3| {
-        let touch = plane.touch(lying_translation + lying_rotation * local);
-        // Near the face's rim the line can pass beyond it, where the cylinder rests on the
-        // rim instead: then parry's answer stands.
-        let on_part = || lies_on(flat, plane.on_flat_local(&touch, flat_pose), false, ON_FACE);
-        (!checked || on_part()).then_some(touch)
+    let ends = lowest.map(|local| plane.touch(lying_translation + lying_rotation * local));
+    let on_part = |touch: &TouchPoint| lies_on(flat, plane.on_flat_local(touch, flat_pose), false, ON_FACE);
+    if !checked || ends.iter().all(on_part) {
+        return Some(ends);
+    }
+    // A line longer than the face (a plank on logs) touches along the stretch of it over the
+    // face, whose ends lie on the face's rim; parry's own points for it came from GJK, a
+    // hundredth of the radius astray. Where no stretch lies over the face (the line beside
+    // it, the cylinder resting on the rim instead), parry's answer stands.
+    let on_flat = |touch: &TouchPoint| if lying_first { touch.on_second } else { touch.on_first };
+    let (from, to) = clip(flat, flat_pose, plane.normal, on_flat(&ends[0]), on_flat(&ends[1]))?;
+    let [start, end] = ends;
+    let at = |t: f64| TouchPoint {
+        on_first: start.on_first.lerp(end.on_first, t),
+        on_second: start.on_second.lerp(end.on_second, t),
+        gap: start.gap + (end.gap - start.gap) * t,
+        normal: start.normal,
     };
-    Some([end(lowest[0])?, end(lowest[1])?])
+    (to - from > CLIPPED_STRETCH).then(|| [at(from), at(to)])
 }
 
 /// Whether parry found the pair's contact through GJK, whose normal between two flat faces is
@@ -470,4 +485,25 @@ pub(super) fn side_by_side(
         })
     };
     Some([end(low)?, end(high)?])
+}
+
+/// How far inside a part, m, a line on its face is clipped to it: a ray along the face itself
+/// grazes it, and `f32` rounding decides whether it hits.
+const INSET: f32 = 1e-4;
+
+/// The stretch, as fractions from `start` to `end`, of a line on a face of `part` (at `pose`,
+/// `normal` the face's outward normal in the world) that lies on the part's face.
+pub(super) fn clip(
+    part: &dyn Shape,
+    (rotation, translation): (DQuat, DVec3),
+    normal: DVec3,
+    start: DVec3,
+    end: DVec3,
+) -> Option<(f64, f64)> {
+    let inside = (rotation.inverse() * normal).as_vec3() * -INSET;
+    let local = |p: DVec3| (rotation.inverse() * (p - translation)).as_vec3() + inside;
+    let (start, end) = (local(start), local(end));
+    let from = part.cast_local_ray(&Ray::new(start, end - start), 1.0, true)?;
+    let to = 1.0 - part.cast_local_ray(&Ray::new(end, start - end), 1.0, true)?;
+    (from <= to).then_some((from as f64, to as f64))
 }

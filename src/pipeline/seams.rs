@@ -24,12 +24,12 @@
 use std::sync::Arc;
 
 use bevy_math::{DQuat, DVec3, Vec3};
+use parry3d::query::ContactManifold;
 use parry3d::query::details::NormalConstraints;
-use parry3d::query::{ContactManifold, Ray};
 use parry3d::shape::{Compound, CompoundFlags, CompoundPseudoNormals, Shape, ShapeType};
 
 use super::reduction::{DEPTH_SLACK, deepest};
-use super::refine::{FACE_NORMAL, FacePlane, LINE_END_IDS, TouchPoint, lying, nearest_face, part, side_on_face};
+use super::refine::{FACE_NORMAL, FacePlane, LINE_END_IDS, TouchPoint, clip, lying, nearest_face, part, side_on_face};
 
 /// Each part's cone of outward normals of the union (`None` for a part with curved sides,
 /// which shares no face).
@@ -177,25 +177,4 @@ pub(super) fn across_seam(
         return Some(false);
     }
     Some(true)
-}
-
-/// How far inside a part, m, a line on its face is clipped to it: a ray along the face itself
-/// grazes it, and `f32` rounding decides whether it hits.
-const INSET: f32 = 1e-4;
-
-/// The stretch, as fractions from `start` to `end`, of a line on a face of `part` (at `pose`,
-/// `normal` the face's outward normal in the world) that lies on the part's face.
-fn clip(
-    part: &dyn Shape,
-    (rotation, translation): (DQuat, DVec3),
-    normal: DVec3,
-    start: DVec3,
-    end: DVec3,
-) -> Option<(f64, f64)> {
-    let inside = (rotation.inverse() * normal).as_vec3() * -INSET;
-    let local = |p: DVec3| (rotation.inverse() * (p - translation)).as_vec3() + inside;
-    let (start, end) = (local(start), local(end));
-    let from = part.cast_local_ray(&Ray::new(start, end - start), 1.0, true)?;
-    let to = 1.0 - part.cast_local_ray(&Ray::new(end, start - end), 1.0, true)?;
-    (from <= to).then_some((from as f64, to as f64))
 }
