@@ -9,7 +9,7 @@ use parry3d::query::{ContactManifold, TrackedContact};
 use parry3d::shape::Shape;
 
 use super::caps::cap_on_face;
-use super::refine::{LINE_END_IDS, TouchPoint, face_contact, line_contact, side_by_side};
+use super::refine::{CROSSED_ID, LINE_END_IDS, TouchPoint, crossed, face_contact, line_contact, side_by_side};
 use super::seams::{PartCones, across_seam};
 
 /// A pose in `f64`. parry works in `f32`; its relative pose and its answers in the shapes' own
@@ -113,8 +113,8 @@ impl<'a> ManifoldView<'a> {
     /// Whether parry's manifold is replaced, and if so by which points (none where it is
     /// dropped), written to `points` in the pair's order with their feature ids: a cylinder's
     /// cap on a face (`caps`), else across a cut between a compound's parts (`seams`), else a
-    /// line of contact (`refine::line_contact`), else a flat contact found through GJK
-    /// (`refine::face_contact`). `shapes` and their parts'
+    /// line of contact (`refine::line_contact`), else two axes' crossing (`refine::crossed`), else
+    /// a flat contact found through GJK (`refine::face_contact`). `shapes` and their parts'
     /// `cones` in the pair's order.
     pub fn replaced(
         &self,
@@ -134,6 +134,10 @@ impl<'a> ManifoldView<'a> {
             points.clear();
             points.extend(ends.into_iter().zip(LINE_END_IDS));
             true
+        } else if let Some(point) = crossed(self.manifold, shapes, first, second) {
+            points.clear();
+            points.push((point, CROSSED_ID));
+            true
         } else {
             face_contact(self.manifold, shapes, composite, first, second, points)
         };
@@ -146,11 +150,13 @@ impl<'a> ManifoldView<'a> {
     }
 
     /// Whether `shapes` (in the pair's order) are two cylinders or capsules lying side by side,
-    /// whose contact [`replaced`](Self::replaced) rebuilds from their axes, whatever parry's
-    /// normal and points.
-    pub fn side_by_side(&self, shapes: (&dyn Shape, &dyn Shape)) -> bool {
+    /// or across each other, whose contact [`replaced`](Self::replaced) rebuilds from their axes,
+    /// whatever parry's normal and points.
+    pub fn touches_by_axes(&self, shapes: (&dyn Shape, &dyn Shape)) -> bool {
         let (first, second) = self.poses();
-        side_by_side(self.manifold, self.parry_order(shapes), first, second).is_some()
+        let shapes = self.parry_order(shapes);
+        side_by_side(self.manifold, shapes, first, second).is_some()
+            || crossed(self.manifold, shapes, first, second).is_some()
     }
 
     /// A point's positions on the pair's first and second shapes, and their feature ids.

@@ -198,14 +198,14 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         // round got it right. So is a pair that touched last step and now has no point at all:
         // a wheel rolling on a slab got none from GJK every few dozen steps, and fell by g·dt²
         // (2.7 mm at 60 Hz). This step only; the next asks in the usual order again. Not for
-        // two shapes lying side by side, whose contact comes from their axes whatever parry
-        // gave: for three cylinders piled at rest parry gave the top one a single closest point
-        // with a normal 36° astray, asked the other way round no point at all, and the top
-        // one fell 0.75 mm into its neighbour.
+        // two shapes lying side by side or across each other, whose contact comes from their
+        // axes whatever parry gave: for three cylinders piled at rest parry gave the top one a
+        // single closest point with a normal 36° astray, asked the other way round no point at
+        // all, and the top one fell 0.75 mm into its neighbour.
         let lost = touched && !any_point(&cache.manifolds);
         let swapped = lost
             || cache.manifolds.iter().any(|manifold| {
-                suspect(manifold) && !ManifoldView::new(manifold, false, pose1, pose2).side_by_side((shape1, shape2))
+                suspect(manifold) && !ManifoldView::new(manifold, false, pose1, pose2).touches_by_axes((shape1, shape2))
             });
         if swapped {
             cache.forget();
