@@ -86,6 +86,39 @@ fn a_hull_resting_far_from_the_centre_of_a_slab_stays_put() {
     }
 }
 
+/// A ball set down at rest on the top face of a box-shaped hull. parry projects the ball's
+/// centre onto a hull by GJK, which leaves the closest point off the one under the centre by an
+/// offset that changes the distance by less than `f32` can tell. At that point the ball's
+/// weight has a lever: the ball began to roll after 6 s, its speed doubling every 15 steps, and
+/// kept 4.9e-4 m/s; over 20 s it moved 1.7e-3 m. Now it touches under its centre along the
+/// face's normal, and moves 1.5e-5 m: rolling costs no energy, and the hull's face under it
+/// turns a little (by 4.5e-8 rad under a ball on a hull of another shape).
+#[test]
+fn a_ball_resting_on_a_hull_stays_put() {
+    let corners: Vec<Vec3> = (0..8)
+        .map(|k| Vec3::new([-0.8, 0.8][k & 1], [-0.25, 0.25][(k >> 1) & 1], [-0.8, 0.8][k >> 2]))
+        .collect();
+    let mut app = app(60.0);
+    ground(&mut app, 40.0, 0.5);
+    let hull = Collider::convex_hull(&corners).unwrap();
+    app.world_mut()
+        .spawn((RigidBody::Dynamic, hull, Transform::from_xyz(0.0, 0.25, 0.0)));
+    let ball = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::sphere(0.3),
+            Transform::from_xyz(0.0, 0.8, 0.0),
+        ))
+        .id();
+    step(&mut app, 30);
+    let start = precise(&app, ball).translation;
+    step(&mut app, 1200);
+    let moved = (precise(&app, ball).translation - start).length();
+    println!("ball on a hull, 20 s: moved {moved:e} m");
+    assert!(moved < 1e-4, "moved {moved} m");
+}
+
 /// A hundred box-shaped hulls, then a hundred upright cylinders, resting on a slab: settled,
 /// every step accepts its warm start, on each body's four corners. parry finds these contacts
 /// through GJK, whose normal is a few µrad off the face's, and adds its own closest points,

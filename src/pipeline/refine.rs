@@ -384,7 +384,9 @@ fn line_on_face(
 
 /// Whether parry found the pair's contact through GJK, whose normal between two flat faces is
 /// a few µrad off (boxes against boxes or triangles go through an exact separating-axis test,
-/// and balls and capsules through their own closest points).
+/// and balls and capsules through their own closest points). A ball's closest point is its
+/// centre's projection onto the other shape, exact on a box or a cylinder, but on a hull found
+/// by GJK, to within a lateral offset that leaves the distance unchanged to `f32`.
 fn through_gjk(first: &dyn Shape, second: &dyn Shape) -> bool {
     let kind = |shape: &dyn Shape| shape.shape_type();
     let gjk = |shape| {
@@ -393,8 +395,12 @@ fn through_gjk(first: &dyn Shape, second: &dyn Shape) -> bool {
             ShapeType::ConvexPolyhedron | ShapeType::Cylinder | ShapeType::Cone
         )
     };
-    let exact = |shape| matches!(kind(shape), ShapeType::Ball | ShapeType::Capsule);
-    (gjk(first) || gjk(second)) && !exact(first) && !exact(second)
+    let exact = |shape, other| match kind(shape) {
+        ShapeType::Capsule => true,
+        ShapeType::Ball => kind(other) != ShapeType::ConvexPolyhedron,
+        _ => false,
+    };
+    (gjk(first) || gjk(second)) && !exact(first, second) && !exact(second, first)
 }
 
 /// A contact parry found through GJK whose normal is, to [`FACE_NORMAL`], a face's of one of
@@ -436,7 +442,14 @@ pub(super) fn face_contact(
     }
     let (flat_pose, other_pose) = if flat_first { (pose1, pose2) } else { (pose2, pose1) };
     points.clear();
-    FacePlane::new(flat_first, face, flat_pose).parrys_points(manifold, other_pose, points);
+    let plane = FacePlane::new(flat_first, face, flat_pose);
+    match (if flat_first { part2 } else { part1 }).as_ball() {
+        // A ball touches under its centre. parry's point lay off it by the offset of GJK's
+        // projection, a lever for the ball's weight: a ball set at rest on a hull's face began
+        // to roll after 6 s, its speed doubling every 15 steps, and kept 4.9e-4 m/s.
+        Some(ball) => points.push((plane.touch(other_pose.1 - plane.normal * ball.radius as f64), 0)),
+        None => plane.parrys_points(manifold, other_pose, points),
+    }
     true
 }
 
