@@ -67,6 +67,15 @@ fn farthest_from_rest(shape: Collider, start: Transform, ground_size: f32, steps
         .fold(0.0, f64::max)
 }
 
+/// A convex hull of a box's eight corners, `half_extents` from its centre: the same solid as a
+/// cuboid, whose contacts parry finds by GJK instead of its box tests.
+fn box_hull(half_extents: Vec3) -> Collider {
+    let corners: Vec<Vec3> = (0..8)
+        .map(|k| Vec3::new([-1.0, 1.0][k & 1], [-1.0, 1.0][(k >> 1) & 1], [-1.0, 1.0][k >> 2]) * half_extents)
+        .collect();
+    Collider::convex_hull(&corners).unwrap()
+}
+
 /// A box-shaped convex hull resting on a 40 m slab far from its centre. parry computes hull
 /// contacts by GJK, in `f32` and in the slab's frame, where the hull lies 19–25 m out; in these
 /// placements it returned, once in a few hundred steps, a normal turned 176° with points 2 m
@@ -75,11 +84,8 @@ fn farthest_from_rest(shape: Collider, start: Transform, ground_size: f32, steps
 /// order, parry gets those steps right.
 #[test]
 fn a_hull_resting_far_from_the_centre_of_a_slab_stays_put() {
-    let corners: Vec<Vec3> = (0..8)
-        .map(|k| Vec3::new([-0.5, 0.5][k & 1], [-0.5, 0.5][(k >> 1) & 1], [-0.5, 0.5][k >> 2]))
-        .collect();
     for (x, z) in [(-17.7, -17.7), (13.5, 13.5), (17.4, 17.4)] {
-        let hull = Collider::convex_hull(&corners).unwrap();
+        let hull = box_hull(Vec3::splat(0.5));
         let farthest = farthest_from_rest(hull, Transform::from_xyz(x, 0.5, z), 40.0, 300);
         println!("hull at ({x}, {z}): moved at most {farthest:e} m in 5 s");
         assert!(farthest < 1e-7, "hull at ({x}, {z}): moved up to {farthest} m");
@@ -89,32 +95,19 @@ fn a_hull_resting_far_from_the_centre_of_a_slab_stays_put() {
 /// A ball set down at rest on the top face of a box-shaped hull. parry projects the ball's
 /// centre onto a hull by GJK, which leaves the closest point off the one under the centre by an
 /// offset that changes the distance by less than `f32` can tell. At that point the ball's
-/// weight has a lever: the ball began to roll after 6 s, its speed doubling every 15 steps, and
-/// kept 4.9e-4 m/s; over 20 s it moved 1.7e-3 m. Now it touches under its centre along the
-/// face's normal, and moves 1.5e-5 m: rolling costs no energy, and the hull's face under it
-/// turns a little (by 4.5e-8 rad under a ball on a hull of another shape).
+/// weight has a lever: on a hull shaped as a frustum a ball began to roll after 6 s, its speed
+/// doubling every 15 steps up to 4.9e-4 m/s, and here the ball and hull moved 3.7e-3 m in 20 s.
+/// Now the ball touches under its centre along the face's normal, and they move 1.4e-5 m:
+/// rolling costs no energy, and the hull's face under the ball turns a little (by 4.5e-8 rad
+/// under the ball on the frustum).
 #[test]
 fn a_ball_resting_on_a_hull_stays_put() {
-    let corners: Vec<Vec3> = (0..8)
-        .map(|k| Vec3::new([-0.8, 0.8][k & 1], [-0.25, 0.25][(k >> 1) & 1], [-0.8, 0.8][k >> 2]))
-        .collect();
-    let mut app = app(60.0);
-    ground(&mut app, 40.0, 0.5);
-    let hull = Collider::convex_hull(&corners).unwrap();
-    app.world_mut()
-        .spawn((RigidBody::Dynamic, hull, Transform::from_xyz(0.0, 0.25, 0.0)));
-    let ball = app
-        .world_mut()
-        .spawn((
-            RigidBody::Dynamic,
-            Collider::sphere(0.3),
-            Transform::from_xyz(0.0, 0.8, 0.0),
-        ))
-        .id();
-    step(&mut app, 30);
-    let start = precise(&app, ball).translation;
-    step(&mut app, 1200);
-    let moved = (precise(&app, ball).translation - start).length();
+    let bodies = [
+        (box_hull(Vec3::new(0.8, 0.25, 0.8)), Transform::from_xyz(0.0, 0.25, 0.0)),
+        (Collider::sphere(0.3), Transform::from_xyz(0.0, 0.8, 0.0)),
+    ];
+    // The hull's four corners on the ground, the ball's point on the hull.
+    let moved = rest_twenty_seconds(&bodies, 30, 5, "ball on a hull");
     println!("ball on a hull, 20 s: moved {moved:e} m");
     assert!(moved < 1e-4, "moved {moved} m");
 }
@@ -128,11 +121,8 @@ fn a_ball_resting_on_a_hull_stays_put() {
 /// own normal and plane are taken now, without the closest points.
 #[test]
 fn hulls_and_cylinders_at_rest_accept_their_warm_start_on_four_corners() {
-    let corners: Vec<Vec3> = (0..8)
-        .map(|k| Vec3::new([-0.5, 0.5][k & 1], [-0.5, 0.5][(k >> 1) & 1], [-0.5, 0.5][k >> 2]))
-        .collect();
     let shapes = [
-        ("hull", Collider::convex_hull(&corners).unwrap()),
+        ("hull", box_hull(Vec3::splat(0.5))),
         ("cylinder", Collider::cylinder(0.5, 1.0)),
     ];
     for (name, shape) in shapes {
@@ -227,6 +217,33 @@ fn a_cylinder_rolls_down_a_slope_at_two_thirds_of_g_sin_theta() {
     assert!(across < 1e-4, "{across} m off its line");
 }
 
+/// Sets `bodies` down at rest on a 40 m slab, all at μ = 0.8, lets them settle for `settle`
+/// steps, then steps 20 s checking that every step has `contacts` points; how far any body
+/// moved over those 20 s, m.
+fn rest_twenty_seconds(bodies: &[(Collider, Transform)], settle: usize, contacts: usize, name: &str) -> f64 {
+    let mut app = app(60.0);
+    ground(&mut app, 40.0, 0.8);
+    let ids: Vec<_> = bodies
+        .iter()
+        .map(|(collider, at)| {
+            app.world_mut()
+                .spawn((RigidBody::Dynamic, collider.clone(), Friction::new(0.8), *at))
+                .id()
+        })
+        .collect();
+    step(&mut app, settle);
+    let starts: Vec<_> = ids.iter().map(|&id| precise(&app, id).translation).collect();
+    for k in 0..1200 {
+        step(&mut app, 1);
+        let found = stats(&app).contacts;
+        assert_eq!(found, contacts, "{name}: {found} contacts at step {k}");
+    }
+    ids.iter()
+        .zip(&starts)
+        .map(|(&id, start)| (precise(&app, id).translation - *start).length())
+        .fold(0.0, f64::max)
+}
+
 /// Three logs, two lying side by side on the ground and one in the groove between them, μ = 0.8:
 /// more than the 2 − √3 ≈ 0.27 they need to hold. parry gives two capsules a single point,
 /// which for parallel axes lands at an arbitrary end of their overlap and jumped from end to
@@ -241,31 +258,11 @@ fn a_pile_of_three_logs_rests() {
         ("capsules", Collider::capsule(0.5, 1.0)),
         ("cylinders", Collider::cylinder(0.5, 2.0)),
     ] {
-        let mut app = app(60.0);
-        ground(&mut app, 40.0, 0.8);
-        let logs: Vec<_> = [(3.0, 0.5), (4.0, 0.5), (3.5, 0.5 + 0.75_f32.sqrt())]
-            .into_iter()
-            .map(|(x, y)| {
-                let at = Transform::from_xyz(x, y, 2.0).with_rotation(lying);
-                app.world_mut()
-                    .spawn((RigidBody::Dynamic, log.clone(), Friction::new(0.8), at))
-                    .id()
-            })
-            .collect();
-        step(&mut app, 1);
-        let starts: Vec<_> = logs.iter().map(|&log| precise(&app, log).translation).collect();
+        let logs = [(3.0, 0.5), (4.0, 0.5), (3.5, 0.5 + 0.75_f32.sqrt())]
+            .map(|(x, y)| (log.clone(), Transform::from_xyz(x, y, 2.0).with_rotation(lying)));
         // Two ends of each line of contact: two on the ground, one between the lower logs, two
         // under the top one.
-        for k in 0..1200 {
-            step(&mut app, 1);
-            let contacts = stats(&app).contacts;
-            assert_eq!(contacts, 10, "{name}: {contacts} contacts at step {k}");
-        }
-        let farthest = logs
-            .iter()
-            .zip(&starts)
-            .map(|(&log, start)| (precise(&app, log).translation - *start).length())
-            .fold(0.0, f64::max);
+        let farthest = rest_twenty_seconds(&logs, 1, 10, name);
         println!("pile of three {name}, 20 s: moved at most {farthest:e} m");
         assert!(farthest < 1e-6, "{name}: moved up to {farthest} m");
     }
@@ -278,32 +275,14 @@ fn a_pile_of_three_logs_rests() {
 #[test]
 fn a_plank_rests_on_two_logs_longer_than_it_is_wide() {
     let lying = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
-    let mut app = app(60.0);
-    ground(&mut app, 40.0, 0.8);
-    let mut spawn = |collider: Collider, at: Transform| {
-        app.world_mut()
-            .spawn((RigidBody::Dynamic, collider, Friction::new(0.8), at))
-            .id()
-    };
     let log = Collider::cylinder(0.5, 2.0);
     let bodies = [
-        spawn(log.clone(), Transform::from_xyz(-1.0, 0.5, 0.0).with_rotation(lying)),
-        spawn(log, Transform::from_xyz(1.0, 0.5, 0.0).with_rotation(lying)),
-        spawn(Collider::cuboid(3.0, 0.5, 1.5), Transform::from_xyz(0.0, 1.25, 0.0)),
+        (log.clone(), Transform::from_xyz(-1.0, 0.5, 0.0).with_rotation(lying)),
+        (log, Transform::from_xyz(1.0, 0.5, 0.0).with_rotation(lying)),
+        (Collider::cuboid(3.0, 0.5, 1.5), Transform::from_xyz(0.0, 1.25, 0.0)),
     ];
-    step(&mut app, 30);
-    let starts: Vec<_> = bodies.iter().map(|&body| precise(&app, body).translation).collect();
     // Two ends of each line: on the ground and under the plank, for each log.
-    for k in 0..1200 {
-        step(&mut app, 1);
-        let contacts = stats(&app).contacts;
-        assert_eq!(contacts, 8, "{contacts} contacts at step {k}");
-    }
-    let farthest = bodies
-        .iter()
-        .zip(&starts)
-        .map(|(&body, start)| (precise(&app, body).translation - *start).length())
-        .fold(0.0, f64::max);
+    let farthest = rest_twenty_seconds(&bodies, 30, 8, "plank");
     println!("plank on two logs, 20 s: moved at most {farthest:e} m");
     assert!(farthest < 1e-6, "moved up to {farthest} m");
 }
@@ -317,35 +296,16 @@ fn a_plank_rests_on_two_logs_longer_than_it_is_wide() {
 fn a_log_cabins_crossed_logs_rest() {
     let along_z = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
     let along_x = Quat::from_rotation_z(std::f32::consts::FRAC_PI_2);
-    let mut app = app(60.0);
-    ground(&mut app, 40.0, 0.8);
     let log = Collider::cylinder(0.5, 2.0);
-    let logs: Vec<_> = [
+    let logs = [
         Transform::from_xyz(-0.7, 0.5, 0.0).with_rotation(along_z),
         Transform::from_xyz(0.7, 0.5, 0.0).with_rotation(along_z),
         Transform::from_xyz(0.0, 1.5, -0.7).with_rotation(along_x),
         Transform::from_xyz(0.0, 1.5, 0.7).with_rotation(along_x),
     ]
-    .into_iter()
-    .map(|at| {
-        app.world_mut()
-            .spawn((RigidBody::Dynamic, log.clone(), Friction::new(0.8), at))
-            .id()
-    })
-    .collect();
-    step(&mut app, 30);
-    let starts: Vec<_> = logs.iter().map(|&log| precise(&app, log).translation).collect();
+    .map(|at| (log.clone(), at));
     // Two ends of each lower log's line on the ground, one point at each crossing.
-    for k in 0..1200 {
-        step(&mut app, 1);
-        let contacts = stats(&app).contacts;
-        assert_eq!(contacts, 8, "{contacts} contacts at step {k}");
-    }
-    let farthest = logs
-        .iter()
-        .zip(&starts)
-        .map(|(&log, start)| (precise(&app, log).translation - *start).length())
-        .fold(0.0, f64::max);
+    let farthest = rest_twenty_seconds(&logs, 30, 8, "log cabin");
     println!("log cabin, 20 s: moved at most {farthest:e} m");
     assert!(farthest < 1e-4, "moved up to {farthest} m");
 }
