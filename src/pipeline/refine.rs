@@ -252,10 +252,11 @@ pub(super) fn lying(shape: &dyn Shape, subshape: u32) -> Option<Lying<'_>> {
 
 /// A cylinder's side or a capsule resting on a face: the exact line where they touch (for a
 /// capsule in any attitude, the lowest points of its two end spheres), clipped to the face
-/// where it runs off it, if some of it lies over the face. The face is the flat shape's nearest parry's normal, else the one of a box or a
-/// hull that the lying shape's axis lies farthest outside of; or `face` (normal and a point of
-/// it, in the part's frame) where `seams` turned parry's normal: the line is then given whole,
-/// since the face runs on across a seam, and the caller clips it.
+/// where it runs off it, if some of it lies over the face. The face is the flat shape's
+/// nearest parry's normal, else the one of a box or a hull that the lying shape's axis lies
+/// farthest outside of; or `face` (normal and a point of it, in the part's frame) where `seams`
+/// turned parry's normal: the line is then given whole, since the face runs on across a seam,
+/// and the caller clips it.
 pub(super) fn side_on_face(
     manifold: &ContactManifold<(), ()>,
     (first, second): (&dyn Shape, &dyn Shape),

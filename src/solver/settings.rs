@@ -90,9 +90,9 @@ pub struct SolverSettings {
     /// 3.58M iterations and left 206 steps above 1e-6 m/s against 197. A saving that size is not
     /// worth a hint of a worse tail in a solver sold on reaching its tolerance. Also, a loose cold
     /// solve settles a statically indeterminate pile on other loads (the same velocities), and
-    /// from those two solves of a 10-row pyramid by different paths end with velocities 1.06e-7
-    /// m/s apart, where
-    /// `a_solve_returns_the_loads_nearest_its_warm_start_whatever_its_path` asserts 1e-7. See
+    /// from those two solves of a 10-row pyramid by different paths end with velocities
+    /// 1.06e-7 m/s apart, where a test of the default
+    /// (`a_solve_returns_the_loads_nearest_its_warm_start_whatever_its_path`) asserts 1e-7. See
     /// `docs/sphere-pen.md`.
     pub inner_forcing: f64,
     /// Most evaluations of `φ'(α)` per line search.
