@@ -71,15 +71,38 @@ impl FacePlane {
         if self.flat_first { touch.swapped() } else { touch }
     }
 
-    /// Where `touch` (one of [`Self::touch`]'s) lies on the flat shape, in the frame of the flat
-    /// shape at `(rotation, translation)`.
-    pub fn on_flat_local(&self, touch: &TouchPoint, (rotation, translation): (DQuat, DVec3)) -> Vec3 {
-        let on_flat = if self.flat_first {
+    /// Where `touch` (one of [`Self::touch`]'s) lies on the flat shape, in the world.
+    fn on_flat(&self, touch: &TouchPoint) -> DVec3 {
+        if self.flat_first {
             touch.on_first
         } else {
             touch.on_second
+        }
+    }
+
+    /// Where `touch` (one of [`Self::touch`]'s) lies on the flat shape, in the frame of the flat
+    /// shape at `(rotation, translation)`.
+    pub fn on_flat_local(&self, touch: &TouchPoint, (rotation, translation): (DQuat, DVec3)) -> Vec3 {
+        (rotation.inverse() * (self.on_flat(touch) - translation)).as_vec3()
+    }
+
+    /// The stretch of the line of contact from `start` to `end` (two of [`Self::touch`]'s) that
+    /// lies on the face of `part`, the flat shape at `pose`: its two ends, and the fraction of the
+    /// line it covers.
+    pub fn clip(
+        &self,
+        part: &dyn Shape,
+        pose: (DQuat, DVec3),
+        [start, end]: [TouchPoint; 2],
+    ) -> Option<([TouchPoint; 2], f64)> {
+        let (from, to) = clip(part, pose, self.normal, self.on_flat(&start), self.on_flat(&end))?;
+        let at = |t: f64| TouchPoint {
+            on_first: start.on_first.lerp(end.on_first, t),
+            on_second: start.on_second.lerp(end.on_second, t),
+            gap: start.gap + (end.gap - start.gap) * t,
+            normal: start.normal,
         };
-        (rotation.inverse() * (on_flat - translation)).as_vec3()
+        Some(([at(from), at(to)], to - from))
     }
 
     /// parry's points on the other shape (at its world rotation and translation), measured
@@ -371,16 +394,8 @@ fn line_on_face(
     // face, whose ends lie on the face's rim; parry's own points for it came from GJK, a
     // hundredth of the radius astray. Where no stretch lies over the face (the line beside
     // it, the cylinder resting on the rim instead), parry's answer stands.
-    let on_flat = |touch: &TouchPoint| if lying_first { touch.on_second } else { touch.on_first };
-    let (from, to) = clip(flat, flat_pose, plane.normal, on_flat(&ends[0]), on_flat(&ends[1]))?;
-    let [start, end] = ends;
-    let at = |t: f64| TouchPoint {
-        on_first: start.on_first.lerp(end.on_first, t),
-        on_second: start.on_second.lerp(end.on_second, t),
-        gap: start.gap + (end.gap - start.gap) * t,
-        normal: start.normal,
-    };
-    (to - from > CLIPPED_STRETCH).then(|| [at(from), at(to)])
+    let (clipped, covered) = plane.clip(flat, flat_pose, ends)?;
+    (covered > CLIPPED_STRETCH).then_some(clipped)
 }
 
 /// Whether parry found the pair's contact through GJK, whose normal between two flat faces is
@@ -561,7 +576,7 @@ const INSET: f32 = 1e-4;
 
 /// The stretch, as fractions from `start` to `end`, of a line on a face of `part` (at `pose`,
 /// `normal` the face's outward normal in the world) that lies on the part's face.
-pub(super) fn clip(
+fn clip(
     part: &dyn Shape,
     (rotation, translation): (DQuat, DVec3),
     normal: DVec3,

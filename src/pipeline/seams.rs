@@ -29,7 +29,7 @@ use parry3d::query::details::NormalConstraints;
 use parry3d::shape::{Compound, CompoundFlags, CompoundPseudoNormals, Shape, ShapeType};
 
 use super::reduction::{DEPTH_SLACK, deepest};
-use super::refine::{FACE_NORMAL, FacePlane, LINE_END_IDS, TouchPoint, clip, lying, nearest_face, part, side_on_face};
+use super::refine::{FACE_NORMAL, FacePlane, LINE_END_IDS, TouchPoint, lying, nearest_face, part, side_on_face};
 
 /// Each part's cone of outward normals of the union (`None` for a part with curved sides,
 /// which shares no face).
@@ -136,18 +136,10 @@ pub(super) fn across_seam(
         match side_on_face(manifold, (first, second), pose1, pose2, Some((face, on_face))) {
             // Along the face: the line, clipped to this part, so that a line across a seam is
             // shared between the parts on either side.
-            Some([start, end]) => {
-                let on_flat = |point: &TouchPoint| if flat_first { point.on_first } else { point.on_second };
-                let part = part(flat, flat_subshape);
+            Some(line) => {
                 let pose = (flat_rotation, flat_translation);
-                if let Some((from, to)) = clip(part, pose, plane.normal, on_flat(&start), on_flat(&end)) {
-                    let at = |t: f64| TouchPoint {
-                        on_first: start.on_first.lerp(end.on_first, t),
-                        on_second: start.on_second.lerp(end.on_second, t),
-                        gap: start.gap + (end.gap - start.gap) * t,
-                        normal: start.normal,
-                    };
-                    points.extend([at(from), at(to)].into_iter().zip(LINE_END_IDS));
+                if let Some((ends, _)) = plane.clip(part(flat, flat_subshape), pose, line) {
+                    points.extend(ends.into_iter().zip(LINE_END_IDS));
                 }
             }
             // A cylinder's cap down, flat.
