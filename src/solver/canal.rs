@@ -549,9 +549,10 @@ impl Solver {
                 // reached the tolerance by its cost: whether that one or the one before paid for
                 // the last change of the active set depends on the loads it started from.
                 let settled = outer < SETTLED_OUTER_ITERATIONS;
-                let sticking = settled && near && self.newton.system.factored_diagonal();
                 let reached_now = headroom_left.is_none();
-                let cheap = counts.newton - newton_before <= 1 || (reached_now && sticking);
+                // Only the iteration that reaches the tolerance asks: it sets the budget.
+                let sticking = reached_now && settled && near && self.newton.system.factored_diagonal();
+                let cheap = counts.newton - newton_before <= 1 || sticking;
                 let left = headroom_left.get_or_insert_with(|| {
                     if settled {
                         settings.headroom_budget() + if sticking { SETTLED_HEADROOM_ITERATIONS } else { 0 }
