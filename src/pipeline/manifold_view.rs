@@ -133,6 +133,7 @@ impl<'a> ManifoldView<'a> {
         } else if let Some(ends) = line_contact(self.manifold, shapes, first, second) {
             points.clear();
             points.extend(ends.into_iter().zip(LINE_END_IDS));
+            points.extend(crossed(self.manifold, shapes, first, second).map(|point| (point, CROSSED_ID)));
             true
         } else if let Some(point) = crossed(self.manifold, shapes, first, second) {
             points.clear();
