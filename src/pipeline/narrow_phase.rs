@@ -3,7 +3,8 @@
 //! Owns the per-pair manifold caches (parry reuses their points while a pair turns little, except
 //! where a shape rolls; dropped when either collider changes), the speculative margin, and the
 //! stable id of each point (pair + feature ids) that the solver warm starts by, and asks parry
-//! again when its answer is suspect or empty (the last resort [`super::lost_contact`]'s). Reading
+//! again when its answer is suspect or empty (the last resort [`super::lost_contact`]'s), and
+//! each convex pair's normal of the last step, against which a reversed one is caught. Reading
 //! a manifold is [`super::manifold_view`]'s, its corrections [`super::caps`]', [`super::seams`]'
 //! and [`super::refine`]'s, which points of it are kept [`super::reduction`]'s. Produces
 //! [`GeneratedContact`]s; knows nothing of islands or impulses.
@@ -21,7 +22,7 @@ use parry3d::shape::{Shape, ShapeType};
 use super::PhysicsWorld;
 use super::lost_contact::ask_each_triangle;
 use super::manifold_view::{ManifoldView, WorldPose};
-use super::reduction::{Candidate, Reduction, suspect};
+use super::reduction::{Candidate, Reduction, reverse, reversed, suspect};
 use super::refine::{TouchPoint, part};
 use crate::resources::PhysicsSettings;
 
@@ -50,6 +51,10 @@ struct PairCache {
     /// Whether the pair's manifolds had a point last step: kept apart from `manifolds`, which a
     /// step that asked with the shapes swapped leaves empty.
     touched: bool,
+    /// The normal of the pair's one manifold last step, in world coordinates and the pair's
+    /// order: `None` for composite pairs, whose manifolds face every way, and pairs that did not
+    /// touch.
+    normal: Option<DVec3>,
 }
 
 impl PairCache {
@@ -201,8 +206,10 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         // two shapes lying side by side or across each other, whose contact comes from their
         // axes whatever parry gave: for three cylinders piled at rest parry gave the top one a
         // single closest point with a normal 36° astray, asked the other way round no point at
-        // all, and the top one fell 0.75 mm into its neighbour.
+        // all, and the top one fell 0.75 mm into its neighbour. A normal that turned inside out
+        // since the last step is read the other way round (`reduction::reverse`).
         let lost = touched && !any_point(&cache.manifolds);
+        let composite = is_composite(shape1) || is_composite(shape2);
         let swapped = lost
             || cache.manifolds.iter().any(|manifold| {
                 suspect(manifold) && !ManifoldView::new(manifold, false, pose1, pose2).touches_by_axes((shape1, shape2))
@@ -224,8 +231,26 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 ask_each_triangle(&pos21, shape2, shape1, prediction, swapped_manifolds);
             }
         }
-        let manifolds = if swapped { &*swapped_manifolds } else { &cache.manifolds };
+        let manifolds = if swapped {
+            swapped_manifolds
+        } else {
+            &mut cache.manifolds
+        };
         cache.touched = any_point(manifolds);
+        cache.normal = match manifolds.as_mut_slice() {
+            [manifold] if !composite && cache.touched => {
+                let normal =
+                    |manifold: &ContactManifold<(), ()>| ManifoldView::new(manifold, swapped, pose1, pose2).normal();
+                if let Some((now, before)) = normal(&*manifold).zip(cache.normal)
+                    && reversed(manifold, now, before)
+                {
+                    reverse(manifold);
+                }
+                normal(&*manifold)
+            }
+            _ => None,
+        };
+        let manifolds = &*manifolds;
         let friction = body1.friction.combine_rule.combine(
             body2.friction.combine_rule,
             body1.friction.coefficient,
@@ -254,7 +279,6 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 manifold,
             });
         };
-        let composite = is_composite(shape1) || is_composite(shape2);
         let cones = (c1.part_cones(), c2.part_cones());
         let refined = may_refine(shape1) || may_refine(shape2);
         for view in manifolds.iter().map(|m| ManifoldView::new(m, swapped, pose1, pose2)) {
