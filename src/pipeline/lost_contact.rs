@@ -1,6 +1,7 @@
-//! Stage 3, a last resort of the narrow phase: a pair with a triangle mesh or a height field that
-//! touched last step and now gets no point from parry, even asked with its shapes swapped, asked
-//! again one triangle at a time without the internal-edge constraints.
+//! Stage 3, the last resorts of the narrow phase for a pair that touched last step and now gets
+//! no point from parry, even asked with its shapes swapped: two convex shapes are asked again
+//! drawn a little apart ([`ask_drawn_apart`]); a pair with a triangle mesh or a height field,
+//! one triangle at a time without the internal-edge constraints ([`ask_each_triangle`]).
 //!
 //! parry checks each triangle's contact normal against the cone of normals its edges allow, so
 //! that nothing catches on the edge between two triangles of one surface. A ball or a capsule
@@ -13,9 +14,48 @@
 //! Knows nothing of caches, reduction or bodies.
 
 use parry3d::bounding_volume::BoundingVolume;
-use parry3d::math::Pose;
+use parry3d::math::{Pose, Vec3};
 use parry3d::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
 use parry3d::shape::{Shape, Triangle, TypedShape};
+
+/// How far, m, [`ask_drawn_apart`] draws two shapes apart.
+pub(super) const DRAWN_APART: f32 = 1e-3;
+
+/// Fills `manifolds` with the manifolds of two convex shapes asked for with `second` drawn away
+/// from `first` by `apart` (in `first`'s frame, `pos12` taking `second`'s frame to `first`'s),
+/// each point's gap measured again where the shapes are. parry's GJK hands shapes that overlap
+/// to EPA, which on two curved shapes a few µm deep can find nothing: in a poured pile of
+/// cylinders one resting 2e-5 m deep on another got no point in either order and fell by g·dt²
+/// (2.7 mm at 60 Hz). Drawn apart they do not overlap, and GJK's closest points lie on the
+/// shapes' surfaces, where the shapes are in their own frames.
+pub(super) fn ask_drawn_apart(
+    pos12: &Pose,
+    first: &dyn Shape,
+    second: &dyn Shape,
+    apart: Vec3,
+    prediction: f32,
+    manifolds: &mut Vec<ContactManifold<(), ()>>,
+) {
+    manifolds.clear();
+    let drawn = Pose::from_parts(pos12.translation + apart, pos12.rotation);
+    let mut workspace = None;
+    let asked = DefaultQueryDispatcher.contact_manifolds(
+        &drawn,
+        first,
+        second,
+        prediction + apart.length(),
+        manifolds,
+        &mut workspace,
+    );
+    if asked.is_err() {
+        manifolds.clear();
+    }
+    for manifold in manifolds.iter_mut() {
+        for point in &mut manifold.points {
+            point.dist = (pos12.transform_point(point.local_p2) - point.local_p1).dot(manifold.local_n1);
+        }
+    }
+}
 
 /// Fills `manifolds` with one manifold per triangle of `first` or `second` (whichever is a mesh
 /// or height field) and convex shape or compound part of the other within `prediction` of each
@@ -90,5 +130,65 @@ pub(super) fn ask_each_triangle(
             TypedShape::HeightField(field) => field.map_elements_in_local_aabb(&aabb, &mut ask),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bevy_math::{DQuat, DVec3};
+    use parry3d::shape::Cylinder;
+
+    /// Two cylinders of the pour in `tests/plugin_physics.rs` at step 324, `a` resting 3e-5 m
+    /// deep on `b`: asked with `b` first, parry finds no point.
+    #[test]
+    fn shapes_drawn_apart_find_the_contact_parry_lost() {
+        let a = (
+            DVec3::new(-0.6245729883611062, 1.7140723286621848, 0.8690153351391074),
+            DQuat::from_xyzw(
+                -0.39413955261334105,
+                -0.5708521709641841,
+                -0.5711778623179412,
+                -0.43879113661187436,
+            ),
+        );
+        let b = (
+            DVec3::new(-0.3275428303392999, 1.1737811431028693, 0.823803903445712),
+            DQuat::from_xyzw(
+                -0.4443248418880648,
+                -0.6541137920606619,
+                0.6057469882468304,
+                0.08821092986167668,
+            ),
+        );
+        let cylinder = Cylinder::new(0.5, 0.25);
+        let pos = |(t1, r1): (DVec3, DQuat), (t2, r2): (DVec3, DQuat)| {
+            let inverse = r1.normalize().inverse();
+            Pose::from_parts((inverse * (t2 - t1)).as_vec3(), (inverse * r2.normalize()).as_quat())
+        };
+        let mut asked = Vec::new();
+        DefaultQueryDispatcher
+            .contact_manifolds(&pos(a, b), &cylinder, &cylinder, 0.01, &mut asked, &mut None)
+            .unwrap();
+        let found = asked.pop().unwrap();
+        DefaultQueryDispatcher
+            .contact_manifolds(&pos(b, a), &cylinder, &cylinder, 0.01, &mut asked, &mut None)
+            .unwrap();
+        assert!(asked.iter().all(|m| m.points.is_empty()), "parry found it after all");
+        // Drawn apart along the normal `a`'s order gave, out of `b` towards `a`.
+        let normal = a.1.normalize() * -found.local_n1.as_dvec3();
+        let apart = (b.1.normalize().inverse() * normal * DRAWN_APART as f64).as_vec3();
+        ask_drawn_apart(&pos(b, a), &cylinder, &cylinder, apart, 0.01, &mut asked);
+        let drawn = asked.pop().unwrap();
+        let out_of_b = b.1.normalize() * drawn.local_n1.as_dvec3();
+        assert!(out_of_b.dot(normal) > 0.9999, "{out_of_b} against {normal}");
+        let deepest = |m: &ContactManifold<(), ()>| m.points.iter().map(|p| p.dist).fold(f32::INFINITY, f32::min);
+        assert!(deepest(&found) < -2e-5);
+        assert!(
+            (deepest(&drawn) - deepest(&found)).abs() < 1e-6,
+            "{} against {}",
+            deepest(&drawn),
+            deepest(&found)
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! Owns the per-pair manifold caches (parry reuses their points while a pair turns little, except
 //! where a shape rolls; dropped when either collider changes), the speculative margin, and the
 //! stable id of each point (pair + feature ids) that the solver warm starts by, and asks parry
-//! again when its answer is suspect or empty (the last resort [`super::lost_contact`]'s), and
+//! again when its answer is suspect or empty (the last resorts [`super::lost_contact`]'s), and
 //! each convex pair's normal of the last step, against which a reversed one is caught. Reading
 //! a manifold is [`super::manifold_view`]'s, its corrections [`super::caps`]', [`super::seams`]'
 //! and [`super::refine`]'s, which points of it are kept [`super::reduction`]'s. Produces
@@ -20,7 +20,7 @@ use parry3d::query::{
 use parry3d::shape::{Shape, ShapeType};
 
 use super::PhysicsWorld;
-use super::lost_contact::ask_each_triangle;
+use super::lost_contact::{DRAWN_APART, ask_drawn_apart, ask_each_triangle};
 use super::manifold_view::{ManifoldView, WorldPose};
 use super::reduction::{Candidate, Reduction, reverse, reversed, suspect};
 use super::refine::{TouchPoint, part};
@@ -206,8 +206,9 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         // two shapes lying side by side or across each other, whose contact comes from their
         // axes whatever parry gave: for three cylinders piled at rest parry gave the top one a
         // single closest point with a normal 36° astray, asked the other way round no point at
-        // all, and the top one fell 0.75 mm into its neighbour. A normal that turned inside out
-        // since the last step is read the other way round (`reduction::reverse`).
+        // all, and the top one fell 0.75 mm into its neighbour. A pair lost in both orders has
+        // its last resort (`lost_contact`); a normal that turned inside out since the last step
+        // is read the other way round (`reduction::reverse`).
         let lost = touched && !any_point(&cache.manifolds);
         let composite = is_composite(shape1) || is_composite(shape2);
         let swapped = lost
@@ -228,7 +229,13 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 &mut workspace,
             );
             if lost && !any_point(swapped_manifolds) {
-                ask_each_triangle(&pos21, shape2, shape1, prediction, swapped_manifolds);
+                match cache.normal {
+                    Some(normal) if !composite => {
+                        let apart = (pose2.rotation.inverse() * normal * DRAWN_APART as f64).as_vec3();
+                        ask_drawn_apart(&pos21, shape2, shape1, apart, prediction, swapped_manifolds);
+                    }
+                    _ => ask_each_triangle(&pos21, shape2, shape1, prediction, swapped_manifolds),
+                }
             }
         }
         let manifolds = if swapped {
