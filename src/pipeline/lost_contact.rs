@@ -138,6 +138,8 @@ pub(super) fn ask_each_triangle(
 
 #[cfg(test)]
 mod tests {
+    use super::super::manifold_view::WorldPose;
+    use super::super::reduction::deepest;
     use super::*;
     use bevy_math::{DQuat, DVec3};
     use parry3d::shape::Cylinder;
@@ -146,52 +148,45 @@ mod tests {
     /// deep on `b`: asked with `b` first, parry finds no point.
     #[test]
     fn shapes_drawn_apart_find_the_contact_parry_lost() {
-        let a = (
-            DVec3::new(-0.6245729883611062, 1.7140723286621848, 0.8690153351391074),
-            DQuat::from_xyzw(
+        let a = WorldPose {
+            translation: DVec3::new(-0.6245729883611062, 1.7140723286621848, 0.8690153351391074),
+            rotation: DQuat::from_xyzw(
                 -0.39413955261334105,
                 -0.5708521709641841,
                 -0.5711778623179412,
                 -0.43879113661187436,
-            ),
-        );
-        let b = (
-            DVec3::new(-0.3275428303392999, 1.1737811431028693, 0.823803903445712),
-            DQuat::from_xyzw(
+            )
+            .normalize(),
+        };
+        let b = WorldPose {
+            translation: DVec3::new(-0.3275428303392999, 1.1737811431028693, 0.823803903445712),
+            rotation: DQuat::from_xyzw(
                 -0.4443248418880648,
                 -0.6541137920606619,
                 0.6057469882468304,
                 0.08821092986167668,
-            ),
-        );
-        let cylinder = Cylinder::new(0.5, 0.25);
-        let pos = |(t1, r1): (DVec3, DQuat), (t2, r2): (DVec3, DQuat)| {
-            let inverse = r1.normalize().inverse();
-            Pose::from_parts((inverse * (t2 - t1)).as_vec3(), (inverse * r2.normalize()).as_quat())
+            )
+            .normalize(),
         };
+        let cylinder = Cylinder::new(0.5, 0.25);
         let mut asked = Vec::new();
         DefaultQueryDispatcher
-            .contact_manifolds(&pos(a, b), &cylinder, &cylinder, 0.01, &mut asked, &mut None)
+            .contact_manifolds(&a.inv_mul(&b), &cylinder, &cylinder, 0.01, &mut asked, &mut None)
             .unwrap();
         let found = asked.pop().unwrap();
         DefaultQueryDispatcher
-            .contact_manifolds(&pos(b, a), &cylinder, &cylinder, 0.01, &mut asked, &mut None)
+            .contact_manifolds(&b.inv_mul(&a), &cylinder, &cylinder, 0.01, &mut asked, &mut None)
             .unwrap();
         assert!(asked.iter().all(|m| m.points.is_empty()), "parry found it after all");
         // Drawn apart along the normal `a`'s order gave, out of `b` towards `a`.
-        let normal = a.1.normalize() * -found.local_n1.as_dvec3();
-        let apart = (b.1.normalize().inverse() * normal * DRAWN_APART as f64).as_vec3();
-        ask_drawn_apart(&pos(b, a), &cylinder, &cylinder, apart, 0.01, &mut asked);
+        let normal = a.rotation * -found.local_n1.as_dvec3();
+        let apart = (b.rotation.inverse() * normal * DRAWN_APART as f64).as_vec3();
+        ask_drawn_apart(&b.inv_mul(&a), &cylinder, &cylinder, apart, 0.01, &mut asked);
         let drawn = asked.pop().unwrap();
-        let out_of_b = b.1.normalize() * drawn.local_n1.as_dvec3();
+        let out_of_b = b.rotation * drawn.local_n1.as_dvec3();
         assert!(out_of_b.dot(normal) > 0.9999, "{out_of_b} against {normal}");
-        let deepest = |m: &ContactManifold<(), ()>| m.points.iter().map(|p| p.dist).fold(f32::INFINITY, f32::min);
-        assert!(deepest(&found) < -2e-5);
-        assert!(
-            (deepest(&drawn) - deepest(&found)).abs() < 1e-6,
-            "{} against {}",
-            deepest(&drawn),
-            deepest(&found)
-        );
+        let (drawn, found) = (deepest(&drawn.points), deepest(&found.points));
+        assert!(found < -2e-5);
+        assert!((drawn - found).abs() < 1e-6, "{drawn} against {found}");
     }
 }

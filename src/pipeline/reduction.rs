@@ -412,9 +412,9 @@ impl Reduction {
 
 #[cfg(test)]
 mod tests {
+    use super::super::manifold_view::WorldPose;
     use super::*;
     use bevy_math::DQuat;
-    use parry3d::math::Pose;
     use parry3d::query::{DefaultQueryDispatcher, PersistentQueryDispatcher};
     use parry3d::shape::Cylinder;
 
@@ -422,46 +422,53 @@ mod tests {
     /// 2e-6 m deep: asked with `b` first, parry negates the normal and every gap.
     #[test]
     fn a_manifold_read_the_other_way_round_is_the_other_orders() {
-        let a = (
-            DVec3::new(0.7303665080314031, 1.0044131075363536, 0.7430367696318),
-            DQuat::from_xyzw(
+        let a = WorldPose {
+            translation: DVec3::new(0.7303665080314031, 1.0044131075363536, 0.7430367696318),
+            rotation: DQuat::from_xyzw(
                 -0.8611066652277898,
                 0.4000830068574252,
                 -0.3095561256157832,
                 0.05102846086197566,
-            ),
-        );
-        let b = (
-            DVec3::new(0.5788537429695773, 1.320659586811558, 0.35272983982487904),
-            DQuat::from_xyzw(
+            )
+            .normalize(),
+        };
+        let b = WorldPose {
+            translation: DVec3::new(0.5788537429695773, 1.320659586811558, 0.35272983982487904),
+            rotation: DQuat::from_xyzw(
                 -0.5850194253845443,
                 0.4293548189577507,
                 -0.6311299435040141,
                 -0.2740104117969148,
-            ),
-        );
+            )
+            .normalize(),
+        };
         let cylinder = Cylinder::new(0.5, 0.25);
-        let ask = |(t1, r1): (DVec3, DQuat), (t2, r2): (DVec3, DQuat)| {
-            let inverse = r1.normalize().inverse();
-            let pos12 = Pose::from_parts((inverse * (t2 - t1)).as_vec3(), (inverse * r2.normalize()).as_quat());
+        // The manifold with the first shape at `first`, and that shape's outward normal.
+        let ask = |first: &WorldPose, second: &WorldPose| {
             let mut manifolds = Vec::new();
             DefaultQueryDispatcher
-                .contact_manifolds(&pos12, &cylinder, &cylinder, 0.01, &mut manifolds, &mut None)
+                .contact_manifolds(
+                    &first.inv_mul(second),
+                    &cylinder,
+                    &cylinder,
+                    0.01,
+                    &mut manifolds,
+                    &mut None,
+                )
                 .unwrap();
             let manifold = manifolds.pop().unwrap();
-            // The outward normal of the first shape, in the world.
-            let outward = r1.normalize() * manifold.local_n1.as_dvec3();
+            let outward = first.rotation * manifold.local_n1.as_dvec3();
             (manifold, outward)
         };
-        let (right, out_of_a) = ask(a, b);
-        let (mut wrong, out_of_b) = ask(b, a);
+        let (right, out_of_a) = ask(&a, &b);
+        let (mut wrong, out_of_b) = ask(&b, &a);
         let closest = |m: &ContactManifold<(), ()>| m.points.iter().find(|p| is_closest_points(p)).unwrap().dist;
         // Both orders should give the normal from `b` towards `a`, and `a` 1–2 µm deep.
         assert!(closest(&right) < 0.0 && closest(&wrong) > 0.0);
         assert!(out_of_b.dot(-out_of_a) < -0.99, "{out_of_b} against {}", -out_of_a);
         assert!(reversed(&wrong, out_of_b, -out_of_a));
         reverse(&mut wrong);
-        let turned = b.1.normalize() * wrong.local_n1.as_dvec3();
+        let turned = b.rotation * wrong.local_n1.as_dvec3();
         assert!(turned.dot(-out_of_a) > 0.9999, "{turned} against {}", -out_of_a);
         assert!((closest(&wrong) - closest(&right)).abs() < 1e-6);
         assert!((deepest(&wrong.points) - deepest(&right.points)).abs() < 1e-6);
