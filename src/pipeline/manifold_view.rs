@@ -113,9 +113,10 @@ impl<'a> ManifoldView<'a> {
     /// Whether parry's manifold is replaced, and if so by which points (none where it is
     /// dropped), written to `points` in the pair's order with their feature ids: a cylinder's
     /// cap on a face (`caps`), else across a cut between a compound's parts (`seams`), else a
-    /// line of contact (`refine::line_contact`), else two axes' crossing (`refine::crossed`), else
-    /// a flat contact found through GJK (`refine::face_contact`). `shapes` and their parts'
-    /// `cones` in the pair's order.
+    /// line of contact (`refine::line_contact`), with two axes' crossing between its ends where
+    /// they lie askew, else that crossing alone (`refine::crossed`), else a flat contact found
+    /// through GJK (`refine::face_contact`). `shapes` and their parts' `cones` in the pair's
+    /// order.
     pub fn replaced(
         &self,
         shapes: (&dyn Shape, &dyn Shape),

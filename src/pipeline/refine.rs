@@ -7,12 +7,14 @@
 //! to GJK's normal against the face. Normal and points were off by a milliradian and at times by
 //! tens of degrees: a cylinder set down at rest on a 40 m slab rolled 1.5 mm to 0.37 m within
 //! 5 s depending on where it lay, a capsule crept up to 1.2e-4 m. And two cylinders or capsules
-//! lying side by side, axes parallel: parry gives two capsules their single closest point, at an
-//! arbitrary end of the overlap. The face's own normal is exact, and so are the lines along
-//! which a cylinder or a capsule touches a plane and parallel axes touch each other. The face is
-//! the one nearest parry's normal, or, where that normal went astray, the one the lying shape's
-//! axis lies outside of; a line longer than the face touches along the stretch over it.
-//! Elsewhere (a line beside a face's rim, skewed axes) parry's manifold stands.
+//! lying side by side, axes parallel or within 30° of it: parry gives them its single nearest
+//! point, at an arbitrary end of the overlap, where both ends bear. The face's own normal is
+//! exact, and so are the lines along which a cylinder or a capsule touches a plane and parallel
+//! axes touch each other, and the gap at each end of skewed axes' overlap. The face is the one
+//! nearest parry's normal, or, where that normal went astray, the one the lying shape's axis
+//! lies outside of; a line longer than the face touches along the stretch over it. Elsewhere (a
+//! line beside a face's rim) parry's manifold stands, and axes skewed further touch where they
+//! cross ([`crossed`]) or as parry says.
 //!
 //! And where GJK found a flat contact — a hull or a cylinder's cap on a face, a hull's corner on
 //! one — the face's exact normal and plane ([`face_contact`], [`FacePlane`]) in place of GJK's
