@@ -418,7 +418,7 @@ mod tests {
     use parry3d::query::{DefaultQueryDispatcher, PersistentQueryDispatcher};
     use parry3d::shape::Cylinder;
 
-    /// Two cylinders of the pour in `tests/plugin_physics.rs` at step 377, `a` resting on `b`
+    /// Two cylinders of the pour in `tests/plugin_physics.rs` at step 377, `b` resting on `a`
     /// 2e-6 m deep: asked with `b` first, parry negates the normal and every gap.
     #[test]
     fn a_manifold_read_the_other_way_round_is_the_other_orders() {
@@ -463,7 +463,7 @@ mod tests {
         let (right, out_of_a) = ask(&a, &b);
         let (mut wrong, out_of_b) = ask(&b, &a);
         let closest = |m: &ContactManifold<(), ()>| m.points.iter().find(|p| is_closest_points(p)).unwrap().dist;
-        // Both orders should give the normal from `b` towards `a`, and `a` 1–2 µm deep.
+        // Both orders should give the normal from `b` towards `a`, and `b` 1–2 µm deep.
         assert!(closest(&right) < 0.0 && closest(&wrong) > 0.0);
         assert!(out_of_b.dot(-out_of_a) < -0.99, "{out_of_b} against {}", -out_of_a);
         assert!(reversed(&wrong, out_of_b, -out_of_a));
