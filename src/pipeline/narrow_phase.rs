@@ -246,14 +246,14 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         cache.touched = any_point(manifolds);
         cache.normal = match manifolds.as_mut_slice() {
             [manifold] if !composite && cache.touched => {
-                let normal =
-                    |manifold: &ContactManifold<(), ()>| ManifoldView::new(manifold, swapped, pose1, pose2).normal();
-                if let Some((now, before)) = normal(&*manifold).zip(cache.normal)
-                    && reversed(manifold, now, before)
-                {
-                    reverse(manifold);
+                let now = ManifoldView::new(manifold, swapped, pose1, pose2).normal();
+                match now.zip(cache.normal) {
+                    Some((now, before)) if reversed(manifold, now, before) => {
+                        reverse(manifold);
+                        Some(-now)
+                    }
+                    _ => now,
                 }
-                normal(&*manifold)
             }
             _ => None,
         };
