@@ -167,8 +167,10 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         let cache = cache.entry((body1.entity, body2.entity)).or_default();
         cache.seen = true;
         if body1.collider_changed || body2.collider_changed {
-            // parry would carry the old shape's points until the pair turned or moved.
+            // parry would carry the old shape's points until the pair turned or moved, and the
+            // kept normal is the old shape's.
             cache.forget();
+            cache.normal = None;
         }
         let relative_speed = (body1.linear_velocity - body2.linear_velocity).length() as f32;
         let prediction = settings.contact_margin + relative_speed * dt as f32;
@@ -230,11 +232,12 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             );
             if lost && !any_point(swapped_manifolds) {
                 match cache.normal {
-                    Some(normal) if !composite => {
+                    // Kept for convex pairs only.
+                    Some(normal) => {
                         let apart = (pose2.rotation.inverse() * normal * DRAWN_APART as f64).as_vec3();
                         ask_drawn_apart(&pos21, shape2, shape1, apart, prediction, swapped_manifolds);
                     }
-                    _ => ask_each_triangle(&pos21, shape2, shape1, prediction, swapped_manifolds),
+                    None => ask_each_triangle(&pos21, shape2, shape1, prediction, swapped_manifolds),
                 }
             }
         }
