@@ -180,7 +180,9 @@ impl Rapier {
                         continue;
                     }
                     let mass = 1.0 / f64::from(inverse_mass);
-                    let w = f64::from((velocity[1] - velocity[0]).dot(normal)) + canal.gap_bias(gap, dt);
+                    // CANAL's velocity step biases only open gaps: penetration is pushed out by moving the
+                    // bodies afterwards, so no push-out speed is owed here either.
+                    let w = f64::from((velocity[1] - velocity[0]).dot(normal)) + canal.gap_bias(gap.max(0.0), dt);
                     let lambda = f64::from(point.data.impulse);
                     let ncp = (lambda - (lambda - mass * w).max(0.0)).abs() / mass;
                     worst = worst.max(ncp).max(-w);

@@ -30,6 +30,9 @@ pub(crate) fn integrate(mut world: ResMut<PhysicsWorld>) {
             let v = island.solution.velocities[k];
             world.bodies[b].linear_velocity = v.linear;
             world.bodies[b].angular_velocity = v.angular;
+            if let Some((translation, rotation)) = island.push_out.displacement(k, dt) {
+                advance_by(&mut world.bodies[b], translation, rotation);
+            }
         }
     }
     for body in &mut world.bodies {

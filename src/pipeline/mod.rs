@@ -5,7 +5,8 @@
 //! a mesh's triangles asked one by one when parry lost a touching pair, `caps`, a cylinder's cap
 //! on a face, `refine`, exact lines of contact along cylinders and capsules and exact faces under
 //! GJK, `seams`, no contact through the cuts between a compound's parts, and `reduction`, which
-//! points the solver gets) → [`solve`] (islands, CANAL) → [`integrate`] (poses) →
+//! points the solver gets) → [`solve`] (islands, CANAL; `push_out`, remaining penetration removed by
+//! a displacement, not a speed) → [`integrate`] (poses) →
 //! [`write_back`] (simulation bodies → ECS, contacts, statistics).
 //!
 //! Stages communicate through the [`PhysicsWorld`] resource; only `prepare` and `write_back`
@@ -19,6 +20,7 @@ mod lost_contact;
 mod manifold_view;
 pub(crate) mod narrow_phase;
 pub(crate) mod prepare;
+mod push_out;
 mod reduction;
 mod refine;
 pub(crate) mod seams;

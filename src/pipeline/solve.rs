@@ -15,6 +15,7 @@ use bevy_tasks::{ComputeTaskPool, TaskPool};
 
 use super::PhysicsWorld;
 use super::narrow_phase::GeneratedContact;
+use super::push_out::PushOut;
 use super::world::SimBody;
 use crate::resources::{CapturedIsland, CapturedProblems, PhysicsSettings};
 use crate::solver::{ContactSide, Solution, SolveReport, Solver, SolverBody, SolverContact, StepProblem};
@@ -32,6 +33,10 @@ pub(crate) struct IslandSolver {
     pub contacts: Vec<usize>,
     /// `(joint index, block index)` of each problem constraint.
     pub joint_blocks: Vec<(usize, usize)>,
+    /// True signed gap of each problem contact: the problem's own stop at zero (see `push_out`).
+    pub gaps: Vec<f64>,
+    /// The displacement that pushes this step's remaining penetration out.
+    pub push_out: PushOut,
 }
 
 /// Union–find over dynamic bodies.
@@ -161,6 +166,7 @@ pub(crate) fn solve(
     for island in &mut world.islands[..count] {
         island.bodies.clear();
         island.contacts.clear();
+        island.gaps.clear();
         island.joint_blocks.clear();
         island.problem.bodies.clear();
         island.problem.contacts.clear();
@@ -190,6 +196,7 @@ pub(crate) fn solve(
         let side = |b: usize| solver_side(&world.bodies[b], local[b], contact.point);
         let island = &mut world.islands[island_of[anchor]];
         island.contacts.push(c);
+        island.gaps.push(contact.gap);
         island.problem.contacts.push(
             SolverContact::new(
                 contact.id,
@@ -199,7 +206,8 @@ pub(crate) fn solve(
                 contact.normal,
             )
             .with_manifold(contact.manifold)
-            .with_gap(contact.gap)
+            // Penetration is pushed out by `push_out`, after the velocities.
+            .with_gap(contact.gap.max(0.0))
             .with_friction(contact.friction.max(0.0))
             .with_restitution(contact.restitution.clamp(0.0, 1.0))
             .with_impact_velocity(impact),
@@ -234,6 +242,9 @@ pub(crate) fn solve(
     let last_work: Duration = islands.iter().map(|island| island.report.time).sum();
     let run = |island: &mut IslandSolver| {
         island.report = island.solver.solve(&island.problem, &mut island.solution);
+        island
+            .push_out
+            .run(&island.problem, &island.solution, &island.gaps, &island.solver.settings);
     };
     if settings.parallel_islands && islands.len() > 1 && last_work >= settings.parallel_min_work {
         ComputeTaskPool::get_or_init(TaskPool::default).scope(|scope| {
