@@ -94,6 +94,12 @@ pub struct SolverStats {
     /// Retries of solves that ended far above the tolerance, summed over islands (see
     /// `SolverSettings::retry_above`).
     pub retries: u32,
+    /// Islands with a contact left deeper than `SolverSettings::gap_slop`, whose penetration was
+    /// then pushed out by moving their bodies (a frictionless solve at rest after the velocities;
+    /// the velocities stay as solved).
+    pub push_out_islands: usize,
+    /// Newton iterations of those push-out solves, summed over islands.
+    pub push_out_newton_iterations: u32,
     /// Worst island's NCP residual, m/s.
     pub ncp_residual: f64,
     /// Worst island's feasibility residual, m/s.

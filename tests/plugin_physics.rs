@@ -50,7 +50,10 @@ fn a_box_resting_on_the_ground_stays_put_for_ten_seconds() {
     println!("resting box moved {moved:e} m in 10 s");
     assert!(moved < 1e-6, "moved {moved} m");
     let stats = stats(&app);
-    assert!(stats.converged && stats.contacts == 4, "{stats:?}");
+    assert!(
+        stats.converged && stats.contacts == 4 && stats.push_out_islands == 0,
+        "{stats:?}"
+    );
 }
 
 /// A box sunk 1 cm into the ground is pushed out by moving it, not by speeding it up. The velocity
@@ -78,6 +81,8 @@ fn a_sunk_box_is_lifted_out_at_rest() {
         let state = precise(&app, sunk);
         let speed = state.linear_velocity.length() + state.angular_velocity.length();
         assert!(speed < 1e-7, "step {n}: the box moves at {speed} m/s");
+        let pushed = stats(&app).push_out_islands;
+        assert_eq!(pushed, 1, "step {n}: {pushed} islands pushed out");
         let depth = 0.5 - state.translation.y;
         let expected = first * (1.0 - erp).powi(n);
         assert!(

@@ -22,7 +22,8 @@
 use bevy_math::DVec3;
 
 use crate::solver::{
-    BodyVelocity, ContactSide, Solution, SolveFailure, Solver, SolverBody, SolverContact, SolverSettings, StepProblem,
+    BodyVelocity, ContactSide, Solution, SolveFailure, SolveReport, Solver, SolverBody, SolverContact, SolverSettings,
+    StepProblem,
 };
 
 /// One island's push-out, reused step after step.
@@ -33,6 +34,8 @@ pub(crate) struct PushOut {
     solution: Solution,
     /// Whether this step's displacement is to be applied.
     active: bool,
+    /// This step's push-out solve, if there was one.
+    report: Option<SolveReport>,
 }
 
 impl PushOut {
@@ -41,6 +44,7 @@ impl PushOut {
     /// contact is predicted deeper than the slop or the push-out has no answer.
     pub fn run(&mut self, island: &StepProblem, solution: &Solution, gaps: &[f64], settings: &SolverSettings) {
         self.active = false;
+        self.report = None;
         let dt = island.dt;
         let end_gap = |(contact, gap): (&SolverContact, &f64)| {
             let side_velocity = |side: ContactSide| match side {
@@ -105,6 +109,12 @@ impl PushOut {
             .velocities
             .iter()
             .all(|v| v.linear.is_finite() && v.angular.is_finite());
+        self.report = Some(report);
+    }
+
+    /// This step's push-out solve, if the island needed one.
+    pub fn report(&self) -> Option<&SolveReport> {
+        self.report.as_ref()
     }
 
     /// Body `k`'s displacement over the step as `(translation, rotation vector)`, if this step

@@ -130,6 +130,13 @@ pub(crate) fn write_back(
         summary.feasibility_residual = summary.feasibility_residual.max(report.feasibility_residual);
         summary.converged &= report.converged;
     }
+    for push_out in world.islands[..world.island_count]
+        .iter()
+        .filter_map(|i| i.push_out.report())
+    {
+        summary.push_out_islands += 1;
+        summary.push_out_newton_iterations += push_out.newton_iterations;
+    }
     if !summary.converged && stats.converged {
         tracing::warn!(
             "bevy_canal: the solver did not converge this step (NCP residual {:.1e} m/s, feasibility {:.1e} m/s); \
