@@ -368,3 +368,53 @@ fn torque_bound_below_the_load_cannot_hold_and_gives_exactly_the_bound() {
     assert!(state.position < -0.05, "the rod sags: {state:?}");
     assert!((f64::from(state.torque.z).abs() - f64::from(bound)).abs() < 1e-4 * f64::from(bound));
 }
+
+/// A box sunk 1 cm into the ground with a lighter box welded beside it, clear of the ground. The
+/// push-out moves both as the weld holds them: each step lifts the pair by `erp` of the depth
+/// left, so after n steps the sunk box is `1 cm · (1 − erp)ⁿ` deep, and the weld does not open.
+/// Pushed out alone, the sunk box opened the weld, and the joint projection that closed it again
+/// pulled the box back down.
+#[test]
+fn a_sunk_box_welded_to_another_is_lifted_out_with_it() {
+    let mut app = app(60.0);
+    ground(&mut app, 10.0, 0.5);
+    let start = 0.49_f32;
+    let sunk = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.0, 1.0, 1.0),
+            Transform::from_xyz(0.0, start, 0.0),
+        ))
+        .id();
+    let beside = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.0, 1.0, 1.0),
+            Mass(0.1),
+            Transform::from_xyz(1.2, start + 0.4, 0.0),
+        ))
+        .id();
+    let weld = app
+        .world_mut()
+        .spawn(
+            FixedJoint::new(sunk, beside)
+                .with_local_anchor1(Vec3::new(0.6, 0.2, 0.0))
+                .with_local_anchor2(Vec3::new(-0.6, -0.2, 0.0)),
+        )
+        .id();
+    let erp = PhysicsSettings::default().solver.erp;
+    let first = 0.5 - f64::from(start);
+    for n in 1..=20 {
+        step(&mut app, 1);
+        let depth = 0.5 - precise(&app, sunk).translation.y;
+        let expected = first * (1.0 - erp).powi(n);
+        let opened = f64::from(app.world().get::<JointState>(weld).unwrap().anchor_separation);
+        assert!(
+            (depth - expected).abs() < 1e-6,
+            "step {n}: {depth} m deep, not {expected}"
+        );
+        assert!(opened < 1e-9, "step {n}: the weld opened by {opened} m");
+    }
+}

@@ -10,7 +10,8 @@
 //!
 //! Once an island's velocities are solved, its contacts' gaps are predicted at the end of the
 //! step. If one is deeper than [`SolverSettings::gap_slop`], a second problem is solved: the same
-//! bodies at rest and unloaded, the same contacts without friction. Its velocities times `dt` are
+//! bodies at rest and unloaded, the same contacts without friction, and the joints' locks and
+//! limits, so that jointed bodies move together. Its velocities times `dt` are
 //! the mass-weighted displacement that removes `erp` of each predicted depth (at most
 //! `max_push_out_speed · dt` a step) and closes no other contact by more than its predicted gap.
 //! Frictionless, it is convex and solved in a few Newton iterations. Integration adds the
@@ -22,8 +23,8 @@
 use bevy_math::DVec3;
 
 use crate::solver::{
-    BodyVelocity, ContactSide, Solution, SolveFailure, SolveReport, Solver, SolverBody, SolverContact, SolverSettings,
-    StepProblem,
+    BodyVelocity, Cone, ContactSide, Solution, SolveFailure, SolveReport, Solver, SolverBody, SolverConstraint,
+    SolverContact, SolverSettings, StepProblem,
 };
 
 /// One island's push-out, reused step after step.
@@ -68,7 +69,27 @@ impl PushOut {
             return;
         }
         self.problem.dt = dt;
+        // Fixed sides hold still: their motion over the step is in the predicted gap already.
+        let at_rest = |side: ContactSide| match side {
+            ContactSide::Fixed { .. } => ContactSide::STATIC,
+            body => body,
+        };
+        // The joints' locks and limits hold the displacement to what they allow (to first order:
+        // their position errors are the joint projection's); their drives are forces, not locks.
         self.problem.constraints.clear();
+        self.problem.constraints.extend(
+            island
+                .constraints
+                .iter()
+                .filter(|c| matches!(c.cone, Cone::Equality | Cone::Lower))
+                .map(|c| SolverConstraint {
+                    body1: at_rest(c.body1),
+                    body2: at_rest(c.body2),
+                    bias: DVec3::ZERO,
+                    warm_impulse: None,
+                    ..*c
+                }),
+        );
         self.problem.bodies.clear();
         self.problem.bodies.extend(
             island
@@ -76,11 +97,6 @@ impl PushOut {
                 .iter()
                 .map(|b| SolverBody::new(b.mass, b.inertia, b.center_of_mass)),
         );
-        // Fixed sides hold still: their motion over the step is in the predicted gap already.
-        let at_rest = |side: ContactSide| match side {
-            ContactSide::Fixed { .. } => ContactSide::STATIC,
-            body => body,
-        };
         self.problem.contacts.clear();
         self.problem
             .contacts
