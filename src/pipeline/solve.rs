@@ -3,8 +3,10 @@
 //! Owns the translation from simulation bodies and generated contacts into one
 //! [`StepProblem`] per island, the warm-start cache, and running the islands (in parallel on
 //! Bevy's compute task pool when the last step's took long enough, else in order: the results are
-//! identical, each island being solved by its own solver from its own data). Does not move
-//! bodies: integration reads the solutions.
+//! identical, each island being solved by its own solver from its own data), each followed by its
+//! `push_out`. The velocity step sees a penetrating contact, and a loaded contact's gap under
+//! `PhysicsSettings::resting_gap`, as touching: neither is closed or opened by a speed. Does not
+//! move bodies: integration reads the solutions and the push-out's displacements.
 
 use bevy_platform::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -233,8 +235,16 @@ pub(crate) fn solve(
                 .push(constraint.with_warm_impulse(warm_impulse));
         });
     }
+    let resting_gap = f64::from(settings.resting_gap);
     for island in &mut world.islands[..count] {
         world.warm_start.apply(&mut island.problem.contacts);
+        // See `PhysicsSettings::resting_gap`: a loaded contact's narrow gap is not closed.
+        for contact in &mut island.problem.contacts {
+            let loaded = contact.warm_impulse.is_some_and(|w| w.dot(contact.normal) > 0.0);
+            if loaded && contact.gap < resting_gap {
+                contact.gap = 0.0;
+            }
+        }
     }
 
     let islands = &mut world.islands[..count];
