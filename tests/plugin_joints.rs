@@ -378,22 +378,14 @@ fn torque_bound_below_the_load_cannot_hold_and_gives_exactly_the_bound() {
 fn a_sunk_box_welded_to_another_is_lifted_out_with_it() {
     let mut app = app(60.0);
     ground(&mut app, 10.0, 0.5);
-    let start = 0.49_f32;
-    let sunk = app
-        .world_mut()
-        .spawn((
-            RigidBody::Dynamic,
-            Collider::cuboid(1.0, 1.0, 1.0),
-            Transform::from_xyz(0.0, start, 0.0),
-        ))
-        .id();
+    let sunk = sunk_box(&mut app);
     let beside = app
         .world_mut()
         .spawn((
             RigidBody::Dynamic,
             Collider::cuboid(1.0, 1.0, 1.0),
             Mass(0.1),
-            Transform::from_xyz(1.2, start + 0.4, 0.0),
+            Transform::from_xyz(1.2, 0.89, 0.0),
         ))
         .id();
     let weld = app
@@ -404,12 +396,9 @@ fn a_sunk_box_welded_to_another_is_lifted_out_with_it() {
                 .with_local_anchor2(Vec3::new(-0.6, -0.2, 0.0)),
         )
         .id();
-    let erp = PhysicsSettings::default().solver.erp;
-    let first = 0.5 - f64::from(start);
     for n in 1..=20 {
         step(&mut app, 1);
-        let depth = 0.5 - precise(&app, sunk).translation.y;
-        let expected = first * (1.0 - erp).powi(n);
+        let (expected, depth) = sunk_depths(&app, sunk, n);
         let opened = f64::from(app.world().get::<JointState>(weld).unwrap().anchor_separation);
         assert!(
             (depth - expected).abs() < 1e-6,

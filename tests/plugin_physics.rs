@@ -65,17 +65,7 @@ fn a_box_resting_on_the_ground_stays_put_for_ten_seconds() {
 fn a_sunk_box_is_lifted_out_at_rest() {
     let mut app = app(60.0);
     ground(&mut app, 10.0, 0.5);
-    let start = 0.49_f32;
-    let sunk = app
-        .world_mut()
-        .spawn((
-            RigidBody::Dynamic,
-            Collider::cuboid(1.0, 1.0, 1.0),
-            Transform::from_xyz(0.0, start, 0.0),
-        ))
-        .id();
-    let erp = PhysicsSettings::default().solver.erp;
-    let first = 0.5 - f64::from(start);
+    let sunk = sunk_box(&mut app);
     for n in 1..=20 {
         step(&mut app, 1);
         let state = precise(&app, sunk);
@@ -83,8 +73,7 @@ fn a_sunk_box_is_lifted_out_at_rest() {
         assert!(speed < 1e-7, "step {n}: the box moves at {speed} m/s");
         let pushed = stats(&app).push_out_islands;
         assert_eq!(pushed, 1, "step {n}: {pushed} islands pushed out");
-        let depth = 0.5 - state.translation.y;
-        let expected = first * (1.0 - erp).powi(n);
+        let (expected, depth) = sunk_depths(&app, sunk, n);
         assert!(
             (depth - expected).abs() < 1e-6,
             "step {n}: {depth} m deep, not {expected}"

@@ -50,6 +50,28 @@ pub fn ground(app: &mut App, size: f32, friction: f32) -> Entity {
         .id()
 }
 
+/// How deep the box of [`sunk_box`] starts in the ground, m.
+pub const SUNK: f64 = 0.01;
+
+/// A unit box (default friction) sunk [`SUNK`] into the ground of [`ground`].
+pub fn sunk_box(app: &mut App) -> Entity {
+    app.world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.0, 1.0, 1.0),
+            bevy_transform::components::Transform::from_xyz(0.0, 0.5 - SUNK as f32, 0.0),
+        ))
+        .id()
+}
+
+/// How deep the box of [`sunk_box`] should be after `steps` push-outs, each lifting it by `erp` of
+/// the depth left, m; and how deep it is.
+pub fn sunk_depths(app: &App, sunk: Entity, steps: i32) -> (f64, f64) {
+    let erp = PhysicsSettings::default().solver.erp;
+    let first = 0.5 - f64::from(0.5 - SUNK as f32);
+    (first * (1.0 - erp).powi(steps), 0.5 - precise(app, sunk).translation.y)
+}
+
 /// `n` unit boxes (default friction) stacked on the ground, resting face on face; bottom first.
 pub fn box_stack(app: &mut App, n: usize) -> Vec<Entity> {
     (0..n)
