@@ -181,7 +181,9 @@ impl Rapier {
                     }
                     let mass = 1.0 / f64::from(inverse_mass);
                     // CANAL's velocity step biases only open gaps: penetration is pushed out by moving the
-                    // bodies afterwards, so no push-out speed is owed here either.
+                    // bodies afterwards, so no push-out speed is owed here either. (Nor does it bias a
+                    // loaded contact's gap under `resting_gap`; loads are not tracked here, so Rapier
+                    // keeps every open gap's allowance and the residual stays a lower bound.)
                     let w = f64::from((velocity[1] - velocity[0]).dot(normal)) + canal.gap_bias(gap.max(0.0), dt);
                     let lambda = f64::from(point.data.impulse);
                     let ncp = (lambda - (lambda - mass * w).max(0.0)).abs() / mass;

@@ -208,8 +208,7 @@ pub(crate) fn solve(
                 contact.normal,
             )
             .with_manifold(contact.manifold)
-            // Penetration is pushed out by `push_out`, after the velocities.
-            .with_gap(contact.gap.max(0.0))
+            .with_gap(contact.gap)
             .with_friction(contact.friction.max(0.0))
             .with_restitution(contact.restitution.clamp(0.0, 1.0))
             .with_impact_velocity(impact),
@@ -238,10 +237,12 @@ pub(crate) fn solve(
     let resting_gap = f64::from(settings.resting_gap);
     for island in &mut world.islands[..count] {
         world.warm_start.apply(&mut island.problem.contacts);
-        // See `PhysicsSettings::resting_gap`: a loaded contact's narrow gap is not closed.
+        // What the velocity step sees as touching: a penetration, which `push_out` moves out
+        // after the velocities, and a loaded contact's narrow gap (`PhysicsSettings::resting_gap`).
         for contact in &mut island.problem.contacts {
-            let loaded = contact.warm_impulse.is_some_and(|w| w.dot(contact.normal) > 0.0);
-            if loaded && contact.gap < resting_gap {
+            let touching = contact.gap < 0.0
+                || (contact.gap < resting_gap && contact.warm_impulse.is_some_and(|w| w.dot(contact.normal) > 0.0));
+            if touching {
                 contact.gap = 0.0;
             }
         }

@@ -110,7 +110,6 @@ pub(crate) fn write_back(
     contacts.pairs.truncate(used);
     world.contact_impulses = impulses;
 
-    let reports = world.islands[..world.island_count].iter().map(|i| &i.report);
     let mut summary = SolverStats {
         bodies: world.bodies.iter().filter(|b| b.kind.is_dynamic()).count(),
         contacts: world.contacts.len(),
@@ -118,7 +117,8 @@ pub(crate) fn write_back(
         converged: true,
         ..Default::default()
     };
-    for report in reports {
+    for island in &world.islands[..world.island_count] {
+        let report = &island.report;
         summary.outer_iterations += report.outer_iterations;
         summary.newton_iterations += report.newton_iterations;
         summary.polish_iterations += report.polish_iterations;
@@ -129,13 +129,10 @@ pub(crate) fn write_back(
         summary.ncp_residual = summary.ncp_residual.max(report.ncp_residual);
         summary.feasibility_residual = summary.feasibility_residual.max(report.feasibility_residual);
         summary.converged &= report.converged;
-    }
-    for push_out in world.islands[..world.island_count]
-        .iter()
-        .filter_map(|i| i.push_out.report())
-    {
-        summary.push_out_islands += 1;
-        summary.push_out_newton_iterations += push_out.newton_iterations;
+        if let Some(push_out) = island.push_out.report() {
+            summary.push_out_islands += 1;
+            summary.push_out_newton_iterations += push_out.newton_iterations;
+        }
     }
     if !summary.converged && stats.converged {
         tracing::warn!(
