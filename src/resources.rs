@@ -92,6 +92,9 @@ pub struct SolverStats {
     /// Projected Gauss–Seidel sweeps given to near-miss warm starts, summed over islands (see
     /// `SolverSettings::smoothing_sweeps`).
     pub smoothing_sweeps: u32,
+    /// Nonsmooth Gauss–Seidel sweeps run before the outer loop by solves far from their answer,
+    /// summed over islands (see `SolverSettings::gauss_seidel_sweeps`).
+    pub gauss_seidel_sweeps: u32,
     /// Steps through an earlier solve's factorization given to near-miss warm starts, summed
     /// over islands (`SolveReport::held_steps`).
     pub held_steps: u32,

@@ -1072,3 +1072,85 @@ fn loose_inner_solves_far_off_still_return_an_exact_pair() {
     });
     assert!(stopped_loose, "{trace:?}");
 }
+
+/// A unit box of 1 kg at rest on four corners of a 30° slope (gravity tilted instead), μ = 0.3:
+/// it slides, and its velocity after one step is exactly `dt·g(sin θ − μ cos θ)` down the slope.
+fn box_on_slope(mu: f64) -> (StepProblem, DVec3) {
+    let theta = 30f64.to_radians();
+    let gravity = 9.81 * DVec3::new(theta.sin(), -theta.cos(), 0.0);
+    let mut problem = scenes::resting_box(1.0, mu, DT);
+    problem.bodies[0] = SolverBody::cuboid(1.0, DVec3::ONE, DVec3::new(0.0, 0.5, 0.0)).with_force(gravity, DT);
+    let expected = DVec3::X * DT * 9.81 * (theta.sin() - mu * theta.cos());
+    (problem, expected)
+}
+
+#[test]
+fn gauss_seidel_sweeps_alone_reach_a_loose_tolerance_at_the_exact_sliding_answer() {
+    let (problem, expected) = box_on_slope(0.3);
+    let settings = SolverSettings {
+        tolerance: 1e-6,
+        ..Default::default()
+    };
+    let (report, solution, _) = solve(&problem, settings);
+    println!("{report:?}");
+    assert!(report.converged && report.gauss_seidel_sweeps > 0, "{report:?}");
+    assert_eq!(
+        (report.outer_iterations, report.newton_iterations),
+        (0, 0),
+        "{report:?}"
+    );
+    assert_eq!(report.dynamics_residual, 0.0, "{report:?}");
+    // A fixed point with the associated flow rule would lift the sliding box (w_n = μ‖w_t‖); one
+    // whose friction does not oppose the slip would turn or slow it.
+    let v = solution.velocities[0];
+    assert!((v.linear - expected).length() < 1e-6, "{v:?} against {expected}");
+    assert!(v.angular.length() < 1e-6, "{v:?}");
+    // At the default tolerance the stage stays out: the outer loop solves it.
+    let (report, solution, _) = solve(&problem, SolverSettings::default());
+    assert!(report.converged && report.gauss_seidel_sweeps == 0 && report.newton_iterations > 0);
+    assert!((solution.velocities[0].linear - expected).length() < 1e-8);
+}
+
+/// A 4 × 3 × 4 lattice of balls landing at 1 m/s with sideways speeds up to 0.5 m/s, μ = 0.5.
+fn landing_pile() -> StepProblem {
+    let mut problem = scenes::sphere_pile(4, 3, 4, 0.5, DT);
+    for (i, body) in problem.bodies.iter_mut().enumerate() {
+        let phase = i as f64;
+        body.linear_velocity += DVec3::new(0.5 * phase.sin(), -1.0, 0.5 * phase.cos());
+    }
+    problem
+}
+
+#[test]
+fn a_landing_pile_at_a_loose_tolerance_is_solved_by_the_sweeps_as_the_outer_loop_would() {
+    let problem = landing_pile();
+    let loose = SolverSettings {
+        tolerance: 1e-2,
+        ..Default::default()
+    };
+    let (swept, swept_solution, _) = solve(&problem, loose);
+    let no_sweeps = SolverSettings {
+        gauss_seidel_sweeps: 0,
+        ..loose
+    };
+    let (newton, newton_solution, _) = solve(&problem, no_sweeps);
+    let (exact, exact_solution, _) = solve(&problem, tight());
+    println!("sweeps: {swept:?}\nouter loop: {newton:?}\nexact: {exact:?}");
+    assert!(
+        swept.converged && swept.gauss_seidel_sweeps > 0 && swept.newton_iterations == 0,
+        "{swept:?}"
+    );
+    assert!(newton.converged && newton.newton_iterations > 0 && exact.converged);
+    // Both loose answers lie about as far from the exact one.
+    let off = |solution: &Solution| {
+        solution
+            .velocities
+            .iter()
+            .zip(&exact_solution.velocities)
+            .map(|(a, b)| (a.linear - b.linear).length().max((a.angular - b.angular).length()))
+            .fold(0.0, f64::max)
+    };
+    let (swept_off, newton_off) = (off(&swept_solution), off(&newton_solution));
+    println!("off the exact answer: sweeps {swept_off:.2e}, outer loop {newton_off:.2e}");
+    assert!(swept_off < 0.05 && newton_off < 0.05, "{swept_off} {newton_off}");
+}

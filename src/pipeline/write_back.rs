@@ -124,6 +124,7 @@ pub(crate) fn write_back(
         summary.polish_iterations += report.polish_iterations;
         summary.distribution_solves += report.distribution_solves;
         summary.smoothing_sweeps += report.smoothing_sweeps;
+        summary.gauss_seidel_sweeps += report.gauss_seidel_sweeps;
         summary.held_steps += report.held_steps;
         summary.retries += report.retries;
         summary.ncp_residual = summary.ncp_residual.max(report.ncp_residual);

@@ -491,6 +491,32 @@ impl Assembled {
         }
     }
 
+    /// `v += A⁻¹ J_cᵀ f`: block `c`'s impulse change `f` applied to its bodies' velocities.
+    pub fn apply_impulse(&self, c: usize, f: &Vector3<f64>, v: &mut DVector<f64>) {
+        let contact = &self.contacts[c];
+        for side in contact.sides.iter().flatten() {
+            let (linear, angular) = side.transpose_times(&contact.frame, f);
+            let impulse = Vector6::new(linear.x, linear.y, linear.z, angular.x, angular.y, angular.z);
+            let mut block = v.fixed_rows_mut::<6>(6 * side.body);
+            block += self.apply_inverse_block(side.body, &impulse);
+        }
+    }
+
+    /// Block `c`'s Delassus block `W_cc = Σ_sides J A⁻¹ Jᵀ` (3 × 3, in the block's frame).
+    pub fn delassus_block(&self, c: usize) -> Matrix3<f64> {
+        let contact = &self.contacts[c];
+        let mut w = Matrix3::zeros();
+        for side in contact.sides.iter().flatten() {
+            for a in 0..3 {
+                let moved = self.apply_inverse_block(side.body, &side.row(&contact.frame, a));
+                for b in 0..3 {
+                    w[(a, b)] += side.row(&contact.frame, b).dot(&moved);
+                }
+            }
+        }
+        w
+    }
+
     /// `out = A⁻¹ (b + Jᵀ λ)`: the velocities that the impulses `lambda` alone would give.
     pub fn velocities_for(&self, lambda: &[Vector3<f64>], scratch: &mut DVector<f64>, out: &mut DVector<f64>) {
         scratch.copy_from(&self.rhs);

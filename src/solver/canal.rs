@@ -13,6 +13,7 @@ use super::anderson::Anderson;
 use super::assembly::{Assembled, Source};
 use super::cone::Cone;
 use super::distribution::Distribution;
+use super::gauss_seidel::GaussSeidel;
 use super::held_step::HeldStep;
 use super::holding::{Answer, Holding};
 use super::newton::{NewtonCounts, NewtonSolver, NewtonTrace, Surrogate};
@@ -51,6 +52,10 @@ const SETTLED_HEADROOM_ITERATIONS: u32 = 3;
 /// `retry_penalty` (true) or `initial_penalty`. On six windows of captured sphere-pen steps, the
 /// first alone cut the steps left above 1e-6 m/s from 27 to 14, all three to 7.
 const RETRY_STARTS: [(bool, bool); 3] = [(true, true), (false, false), (false, true)];
+
+/// Gauss–Seidel sweeps between two checks of their residuals: a check (the velocities from the
+/// impulses, then the residuals) costs about as much as a sweep.
+const SWEEPS_PER_CHECK: u32 = 5;
 
 /// One outer iteration's record, for convergence studies.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -128,6 +133,7 @@ pub struct Solver {
     retry_v: DVector<f64>,
     retry_lambda: Vec<Vector3<f64>>,
     smoother: Smoother,
+    gauss_seidel: GaussSeidel,
     /// The first run's start impulses, and the stage that moves the answer towards them.
     start_lambda: Vec<Vector3<f64>>,
     distribution: Distribution,
@@ -312,6 +318,16 @@ impl Solver {
             }
         }
 
+        // At or below the acceptance level a resting scene must end below it (the headroom) to
+        // stay accepted, which the sweeps' linear rate does not reach: see `gauss_seidel_sweeps`.
+        let mut start = initial;
+        if !near && settings.gauss_seidel_sweeps > 0 && settings.tolerance > settings.warm_start_accept {
+            let (swept, solved) = self.sweep_from_start(settings, initial, &mut report);
+            if solved {
+                return self.finish(report, swept, None);
+            }
+            start = swept;
+        }
         self.resize_outer();
         self.newton.system.prepare(&self.asm, settings.dense_max_bodies);
         report.linear_solver = self.newton.system.kind();
@@ -320,7 +336,7 @@ impl Solver {
         } else {
             settings.initial_penalty
         };
-        let first = self.run(settings, first_penalty, near, initial, &mut report);
+        let first = self.run(settings, first_penalty, near, start, &mut report);
         let (mut best, failure) = self.retry(problem, settings, (warm_started, first_penalty), first, &mut report);
         if settings.nearest_impulses && failure.is_none() && best.within(settings.tolerance) {
             best = self.move_to_nearest(best, settings, &mut report);
@@ -652,6 +668,48 @@ impl Solver {
         }
         self.keep_trial();
         Some(smoothed)
+    }
+
+    /// The `gauss_seidel` stage from the start `(λ, v)`, whose residuals are `initial`: sweeps in
+    /// the trial buffers, checked every [`SWEEPS_PER_CHECK`], until their pair is within
+    /// `min(tolerance, warm_penalty_max_residual)` or their last rate of contraction says the
+    /// budget will not get there. Their pair becomes `(λ, v)` and the best if it is nearer the
+    /// answer than the start; returns the residuals of `(λ, v)` then, and whether they are within
+    /// that level (the pair is then the answer).
+    fn sweep_from_start(
+        &mut self,
+        settings: &SolverSettings,
+        initial: ContactResiduals,
+        report: &mut SolveReport,
+    ) -> (ContactResiduals, bool) {
+        let target = settings.tolerance.min(settings.warm_penalty_max_residual);
+        let budget = settings.gauss_seidel_sweeps;
+        self.gauss_seidel.prepare(&self.asm);
+        self.begin_trial();
+        let mut swept = initial;
+        while report.gauss_seidel_sweeps < budget {
+            let sweeps = SWEEPS_PER_CHECK.min(budget - report.gauss_seidel_sweeps);
+            self.gauss_seidel
+                .sweep(&self.asm, &mut self.lambda_next, &mut self.scratch2, sweeps);
+            report.gauss_seidel_sweeps += sweeps;
+            let last = swept.worst();
+            swept = self.trial_residuals();
+            if swept.within(target) {
+                break;
+            }
+            // Sweeps still needed at the last check's rate; NaN and a rate of 1 or more give up.
+            let rate = swept.worst() / last;
+            let needed = f64::from(sweeps) * (target / swept.worst()).ln() / rate.ln();
+            let within_budget = rate < 1.0 && f64::from(report.gauss_seidel_sweeps) + needed <= f64::from(budget);
+            if report.gauss_seidel_sweeps >= 2 * SWEEPS_PER_CHECK && !within_budget {
+                break;
+            }
+        }
+        if swept.worst() >= initial.worst() {
+            return (initial, false);
+        }
+        self.keep_trial();
+        (swept, swept.within(target))
     }
 
     /// Starts a trial correction of the warm start: its impulses in `lambda_next`, its velocities

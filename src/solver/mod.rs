@@ -5,7 +5,7 @@
 //! a [`SolveReport`] how well it did. The method, step by step, is in the crate's design note
 //! (`canal-solver.md`): the data flows
 //!
-//! [`problem`] → `assembly` (A, b, J, e) → `canal` (`held_step`, a near-miss warm start corrected through an earlier solve's factorization, else its `smoothing`, outer multiplier loop, `shift_newton` on the sliding contacts' shifts, `polish` when its budget is spent, `distribution` to the impulses nearest the start) → `newton` (surrogate
+//! [`problem`] → `assembly` (A, b, J, e) → `canal` (`held_step`, a near-miss warm start corrected through an earlier solve's factorization, else its `smoothing`; far from its answer `gauss_seidel` sweeps, then the outer multiplier loop, `shift_newton` on the sliding contacts' shifts, `polish` when its budget is spent, `distribution` to the impulses nearest the start) → `newton` (surrogate
 //! minimisation, `linear` systems, `line_search`) → [`report`] (velocities, impulses, residuals).
 //!
 //! Nothing here knows about Bevy; the plugin converts its components into a [`StepProblem`].
@@ -15,6 +15,7 @@ mod assembly;
 mod canal;
 pub mod cone;
 mod distribution;
+mod gauss_seidel;
 mod held_step;
 mod holding;
 mod line_search;

@@ -62,6 +62,9 @@ pub struct SolveReport {
     /// Projected Gauss–Seidel sweeps given to the warm start
     /// ([`SolverSettings::smoothing_sweeps`](super::SolverSettings::smoothing_sweeps)).
     pub smoothing_sweeps: u32,
+    /// Nonsmooth Gauss–Seidel sweeps run before the outer loop
+    /// ([`SolverSettings::gauss_seidel_sweeps`](super::SolverSettings::gauss_seidel_sweeps)).
+    pub gauss_seidel_sweeps: u32,
     /// Steps through the factorization an earlier solve of the island left, given to a warm start
     /// that missed the acceptance level narrowly (tried before the smoothing sweeps).
     pub held_steps: u32,

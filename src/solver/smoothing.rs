@@ -11,7 +11,7 @@
 //! the caller recomputes the velocities from the impulses and accepts the pair only if its
 //! residuals are within the acceptance level, dropping it otherwise.
 
-use nalgebra::{DVector, Vector3, Vector6};
+use nalgebra::{DVector, Vector3};
 
 use super::assembly::{Assembled, Lever, Source};
 
@@ -39,12 +39,7 @@ impl Smoother {
                     continue;
                 }
                 lambda[c] = updated;
-                for side in contact.sides.iter().flatten() {
-                    let (linear, angular) = side.transpose_times(&contact.frame, &change);
-                    let impulse = Vector6::new(linear.x, linear.y, linear.z, angular.x, angular.y, angular.z);
-                    let mut block = v.fixed_rows_mut::<6>(6 * side.body);
-                    block += asm.apply_inverse_block(side.body, &impulse);
-                }
+                asm.apply_impulse(c, &change, v);
             }
         }
     }
