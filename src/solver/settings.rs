@@ -74,20 +74,23 @@ pub struct SolverSettings {
     pub headroom_iterations: u32,
     /// Most nonsmooth Gauss–Seidel sweeps (the `gauss_seidel` stage) run before the outer loop by
     /// a solve at a tolerance looser than `warm_start_accept` that does not begin near its answer
-    /// (a cold start, or a warm start above `warm_penalty_max_residual`); 0 disables them. They stop once their pair is within
-    /// `min(tolerance, warm_penalty_max_residual)`, which is then the answer, or as soon as their
-    /// rate of contraction says the budget will not get there; the outer loop then starts from
-    /// their pair if it is nearer the answer than the start was.
+    /// (a cold start, or a warm start above `warm_penalty_max_residual`); 0 disables them. They
+    /// stop once their pair is within `min(tolerance, warm_penalty_max_residual)`, which is then
+    /// the answer, or as soon as their rate of contraction says the budget will not get there;
+    /// the outer loop then starts from their pair if it is nearer the answer than the start was.
     ///
     /// Why: a sweep costs about as much per contact as one evaluation of the residuals, a Newton
     /// iteration a sparse factorization. On the landing 125-ball pen (steps 60–120, median ms a
-    /// step) the sweeps took the solve at 1e-2 m/s from 23.8 to 2.5 ms. Why not at 1e-8 m/s and
-    /// below: they do not get there on a pile, and as the outer loop's start their pair saved
-    /// nothing (the same captured pen problems, steps 60–240: 127.5k Newton iterations against
-    /// 126.5k from the warm start), while on resting scenes the answers they did reach, just
-    /// inside the tolerance, kept the next steps iterating. Why not below `warm_penalty_max_residual`: accepted at
-    /// a looser tolerance, a resting 210-box pyramid was never again near its answer, swept every
-    /// step and took 3.8 ms a step at 1e-1 m/s instead of 0.54.
+    /// step) the solve at 1e-2 m/s went from 22.6 to 2.7 ms, at 1e-1 m/s from 6.8 to 2.3.
+    ///
+    /// Why not at `warm_start_accept` and below: the sweeps do not get a pile there, and as the
+    /// outer loop's start their pair saved nothing (the same captured pen problems, steps 60–240
+    /// at 1e-8 m/s: 127.5k Newton iterations against 126.5k), while on resting scenes the answers
+    /// they did reach, just inside the tolerance, kept the next steps from being accepted.
+    ///
+    /// Why their answer only within `warm_penalty_max_residual` at a looser tolerance: accepted at
+    /// 1e-1 m/s, a resting 210-box pyramid was never again near its answer, swept every step and
+    /// took 3.8 ms a step instead of 0.54.
     pub gauss_seidel_sweeps: u32,
     /// Most augmented-Lagrangian (outer) iterations per solve.
     pub max_outer_iterations: u32,
