@@ -112,11 +112,8 @@ impl PushOut {
                 .with_gap(end_gap(pair))
                 .with_friction(0.0)
             }));
-        // Its speeds are `erp · depth / dt`, millimetres a second: at a loose tolerance the
-        // bodies left at rest would pass as its answer, and the overlap would stay.
         self.solver.settings = SolverSettings {
             warm_start: false,
-            tolerance: settings.tolerance.min(settings.warm_start_accept),
             ..*settings
         };
         let report = self.solver.solve(&self.problem, &mut self.solution);
