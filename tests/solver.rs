@@ -1073,8 +1073,9 @@ fn loose_inner_solves_far_off_still_return_an_exact_pair() {
     assert!(stopped_loose, "{trace:?}");
 }
 
-/// A unit box of 1 kg at rest on four corners of a 30° slope (gravity tilted instead), μ = 0.3:
-/// it slides, and its velocity after one step is exactly `dt·g(sin θ − μ cos θ)` down the slope.
+/// A unit box of 1 kg at rest on four corners of a 30° slope (gravity tilted instead) with
+/// friction `mu` below tan 30°: it slides, and its velocity after one step is exactly
+/// `dt·g(sin θ − μ cos θ)` down the slope.
 fn box_on_slope(mu: f64) -> (StepProblem, DVec3) {
     let theta = 30f64.to_radians();
     let gravity = 9.81 * DVec3::new(theta.sin(), -theta.cos(), 0.0);
