@@ -22,6 +22,7 @@ use nalgebra::{DVector, Matrix3, Vector3};
 
 use super::assembly::Assembled;
 use super::cone::{Cone, tangent_norm};
+use super::smoothing::{natural_map_step, sweep_blocks, trace_step};
 
 /// One block's step sizes, from its Delassus block `W = Σ_sides J A⁻¹ Jᵀ`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -32,7 +33,7 @@ struct Steps {
     coupling: [f64; 2],
     /// `1 / ρ`, ρ the larger eigenvalue of the tangential 2 × 2 block.
     tangent: f64,
-    /// `1 / tr W`, the step of a joint block.
+    /// `1 / tr W`, the step of a joint block (the smoothing sweeps').
     block: f64,
 }
 
@@ -55,7 +56,7 @@ impl GaussSeidel {
                 normal: inverse(w[(0, 0)]),
                 coupling: [w[(1, 0)], w[(2, 0)]],
                 tangent: inverse(rho),
-                block: inverse(w.trace()),
+                block: trace_step(asm, c),
             }
         }));
     }
@@ -63,34 +64,23 @@ impl GaussSeidel {
     /// Runs `sweeps` sweeps over the blocks in order, updating the impulses `lambda` and the
     /// velocities `v` (kept equal to `A⁻¹(b + Jᵀλ)` up to round-off) after each block.
     pub fn sweep(&self, asm: &Assembled, lambda: &mut [Vector3<f64>], v: &mut DVector<f64>, sweeps: u32) {
-        for _ in 0..sweeps {
-            for (c, contact) in asm.contacts.iter().enumerate() {
-                let w = asm.jacobian_times(c, v) + contact.bias;
-                let old = lambda[c];
-                let steps = &self.steps[c];
-                let updated = match contact.cone {
-                    Cone::Coulomb { mu } => {
-                        let normal = (old.x - w.x * steps.normal).max(0.0);
-                        let moved = normal - old.x;
-                        let mut tangent = Vector3::new(
-                            0.0,
-                            old.y - (w.y + steps.coupling[0] * moved) * steps.tangent,
-                            old.z - (w.z + steps.coupling[1] * moved) * steps.tangent,
-                        );
-                        let (norm, bound) = (tangent_norm(&tangent), mu * normal);
-                        if norm > bound {
-                            tangent *= bound / norm;
-                        }
-                        Vector3::new(normal, tangent.y, tangent.z)
-                    }
-                    cone => cone.update(&(old - cone.shifted(&w) * steps.block), steps.block),
-                };
-                let change = updated - old;
-                if change != Vector3::zeros() {
-                    lambda[c] = updated;
-                    asm.apply_impulse(c, &change, v);
-                }
+        sweep_blocks(asm, lambda, v, sweeps, |c, contact, w, old| {
+            let steps = &self.steps[c];
+            let Cone::Coulomb { mu } = contact.cone else {
+                return natural_map_step(&contact.cone, w, old, steps.block);
+            };
+            let normal = (old.x - w.x * steps.normal).max(0.0);
+            let moved = normal - old.x;
+            let mut tangent = Vector3::new(
+                0.0,
+                old.y - (w.y + steps.coupling[0] * moved) * steps.tangent,
+                old.z - (w.z + steps.coupling[1] * moved) * steps.tangent,
+            );
+            let (norm, bound) = (tangent_norm(&tangent), mu * normal);
+            if norm > bound {
+                tangent *= bound / norm;
             }
-        }
+            Vector3::new(normal, tangent.y, tangent.z)
+        });
     }
 }

@@ -13,7 +13,8 @@
 
 use nalgebra::{DVector, Vector3};
 
-use super::assembly::{Assembled, Lever, Source};
+use super::assembly::{Assembled, AssembledContact, Lever, Source};
+use super::cone::Cone;
 
 /// Step sizes of the sweeps, reused across solves.
 #[derive(Debug, Default)]
@@ -28,46 +29,67 @@ impl Smoother {
     /// the block impulses `lambda` and the body velocities `v` (kept equal to `A⁻¹(b + Jᵀλ)` up to
     /// round-off) after each block.
     pub fn run(&mut self, asm: &Assembled, lambda: &mut [Vector3<f64>], v: &mut DVector<f64>, sweeps: u32) {
-        self.prepare(asm);
-        for _ in 0..sweeps {
-            for (c, contact) in asm.contacts.iter().enumerate() {
-                let y = contact.cone.shifted(&(asm.jacobian_times(c, v) + contact.bias));
-                let rho = self.step[c];
-                let updated = contact.cone.update(&(lambda[c] - y * rho), rho);
-                let change = updated - lambda[c];
-                if change == Vector3::zeros() {
-                    continue;
-                }
-                lambda[c] = updated;
-                asm.apply_impulse(c, &change, v);
+        self.step.clear();
+        self.step.extend((0..asm.contacts.len()).map(|c| trace_step(asm, c)));
+        sweep_blocks(asm, lambda, v, sweeps, |c, contact, w, old| {
+            natural_map_step(&contact.cone, w, old, self.step[c])
+        });
+    }
+}
+
+/// `sweeps` Gauss–Seidel sweeps over the blocks in order: each block's impulse `λ_c` becomes
+/// `update(c, block, w_c, λ_c)`, with `w_c = J_c v + e_c` its velocity now, and the change is
+/// applied to `v` at once. The sweep of the smoothing stage and of the `gauss_seidel` stage; they
+/// differ only in `update`.
+#[inline(always)]
+pub(super) fn sweep_blocks(
+    asm: &Assembled,
+    lambda: &mut [Vector3<f64>],
+    v: &mut DVector<f64>,
+    sweeps: u32,
+    update: impl Fn(usize, &AssembledContact, &Vector3<f64>, &Vector3<f64>) -> Vector3<f64>,
+) {
+    for _ in 0..sweeps {
+        for (c, contact) in asm.contacts.iter().enumerate() {
+            let w = asm.jacobian_times(c, v) + contact.bias;
+            let updated = update(c, contact, &w, &lambda[c]);
+            let change = updated - lambda[c];
+            if change == Vector3::zeros() {
+                continue;
             }
+            lambda[c] = updated;
+            asm.apply_impulse(c, &change, v);
         }
     }
+}
 
-    fn prepare(&mut self, asm: &Assembled) {
-        self.step.clear();
-        self.step.extend(asm.contacts.iter().map(|contact| {
-            let mut trace = 0.0;
-            for side in contact.sides.iter().flatten() {
-                trace += match (contact.source, side.lever) {
-                    // A contact's rows are a full orthonormal frame `R`: `Σₖ (r × dₖ)(r × dₖ)ᵀ =
-                    // [r]ₓ R Rᵀ [r]ₓᵀ = |r|² I − r rᵀ`, so the side adds `3/m + |r|² tr(I⁻¹) − rᵀ I⁻¹ r`.
-                    (Source::Contact(_), Lever::Point(r)) => {
-                        let body = &asm.bodies[side.body];
-                        let r = Vector3::new(r.x, r.y, r.z);
-                        3.0 * body.inv_mass + r.norm_squared() * body.inv_inertia.trace()
-                            - r.dot(&(body.inv_inertia * r))
-                    }
-                    _ => (0..3)
-                        .map(|row| {
-                            let j = side.row(&contact.frame, row);
-                            j.dot(&asm.apply_inverse_block(side.body, &j))
-                        })
-                        .sum(),
-                };
+/// One block's step on the natural map, `P(λ − ρ (w + δ(w)))` with step `rho`.
+#[inline(always)]
+pub(super) fn natural_map_step(cone: &Cone, w: &Vector3<f64>, old: &Vector3<f64>, rho: f64) -> Vector3<f64> {
+    cone.update(&(old - cone.shifted(w) * rho), rho)
+}
+
+/// `1 / trace(W_cc)` of block `c` (0 for a block that does not move).
+pub(super) fn trace_step(asm: &Assembled, c: usize) -> f64 {
+    let contact = &asm.contacts[c];
+    let mut trace = 0.0;
+    for side in contact.sides.iter().flatten() {
+        trace += match (contact.source, side.lever) {
+            // A contact's rows are a full orthonormal frame `R`: `Σₖ (r × dₖ)(r × dₖ)ᵀ =
+            // [r]ₓ R Rᵀ [r]ₓᵀ = |r|² I − r rᵀ`, so the side adds `3/m + |r|² tr(I⁻¹) − rᵀ I⁻¹ r`.
+            (Source::Contact(_), Lever::Point(r)) => {
+                let body = &asm.bodies[side.body];
+                let r = Vector3::new(r.x, r.y, r.z);
+                3.0 * body.inv_mass + r.norm_squared() * body.inv_inertia.trace() - r.dot(&(body.inv_inertia * r))
             }
-            // Joint blocks use fewer than three rows; an all-zero block keeps its impulse.
-            if trace > 0.0 { 1.0 / trace } else { 0.0 }
-        }));
+            _ => (0..3)
+                .map(|row| {
+                    let j = side.row(&contact.frame, row);
+                    j.dot(&asm.apply_inverse_block(side.body, &j))
+                })
+                .sum(),
+        };
     }
+    // Joint blocks use fewer than three rows; an all-zero block keeps its impulse.
+    if trace > 0.0 { 1.0 / trace } else { 0.0 }
 }
