@@ -91,11 +91,7 @@ fn a_sunk_box_is_lifted_out_at_rest() {
 /// mm deep at step 13 where 0.55 mm was due. It is solved to a tenth of its fastest speed now.
 #[test]
 fn a_sunk_box_is_lifted_out_at_a_loose_tolerance_too() {
-    let mut app = app(60.0);
-    let mut settings = PhysicsSettings::default();
-    settings.solver.tolerance = 1e-2;
-    app.insert_resource(settings);
-    ground(&mut app, 10.0, 0.5);
+    let mut app = loose_app(1e-2, 10.0);
     let sunk = sunk_box(&mut app);
     // Until the depth due nears `gap_slop` (3 µm), below which nothing is pushed out.
     for n in 1..=30 {
@@ -690,24 +686,14 @@ fn resting_stack_warm_starts(tolerance: f64) -> (u32, usize) {
 /// far from its answer (the cold first step here), and the count shows it ran.
 #[test]
 fn a_loosely_solved_stack_does_not_dig_in() {
-    let mut app = app(60.0);
-    let mut settings = PhysicsSettings::default();
-    settings.solver.tolerance = 1e-4;
-    app.insert_resource(settings);
-    ground(&mut app, 60.0, 0.5);
+    let mut app = loose_app(1e-4, 60.0);
     box_stack(&mut app, 10);
     let mut deepest = 0.0_f32;
     let mut sweeps = 0;
     for _ in 0..150 {
         step(&mut app, 1);
         sweeps += app.world().resource::<SolverStats>().gauss_seidel_sweeps;
-        let contacts = app.world().resource::<Contacts>();
-        let step_deepest = contacts
-            .pairs
-            .iter()
-            .flat_map(|p| p.points.iter())
-            .map(|p| p.penetration);
-        deepest = step_deepest.fold(deepest, f32::max);
+        deepest = deepest.max(deepest_penetration(&app));
     }
     println!("ten-box stack at 1e-4 m/s, 150 steps: deepest penetration {deepest:e} m, {sweeps} Gauss–Seidel sweeps");
     assert!(deepest < 2e-5, "a contact penetrated {deepest} m");
@@ -719,34 +705,21 @@ fn a_loosely_solved_stack_does_not_dig_in() {
 /// would at the default tolerance; solved to the loose tolerance, it left them 0.42 mm deep.
 #[test]
 fn a_stack_settled_into_itself_at_a_loose_tolerance_is_pushed_apart() {
-    let mut app = app(60.0);
-    let mut settings = PhysicsSettings::default();
-    settings.solver.tolerance = 1e-2;
-    app.insert_resource(settings);
-    ground(&mut app, 60.0, 0.5);
+    let mut app = loose_app(1e-2, 60.0);
     box_stack(&mut app, 10);
-    let deepest = |app: &bevy_app::App| {
-        let contacts = app.world().resource::<Contacts>();
-        contacts
-            .pairs
-            .iter()
-            .flat_map(|p| p.points.iter())
-            .map(|p| p.penetration)
-            .fold(0.0_f32, f32::max)
-    };
-    let mut first = 0.0_f32;
+    let mut deepest = 0.0_f32;
     for n in 1..=120 {
         step(&mut app, 1);
-        first = first.max(deepest(&app));
+        deepest = deepest.max(deepest_penetration(&app));
         if n % 30 == 0 {
             println!(
                 "ten-box stack at 1e-2 m/s, step {n}: deepest penetration {:e} m",
-                deepest(&app)
+                deepest_penetration(&app)
             );
         }
     }
-    let last = deepest(&app);
-    println!("ten-box stack at 1e-2 m/s: deepest penetration {first:e} m over 2 s, {last:e} m at the end");
+    let last = deepest_penetration(&app);
+    println!("ten-box stack at 1e-2 m/s: deepest penetration {deepest:e} m over 2 s, {last:e} m at the end");
     assert!(last < 5e-6, "still {last} m deep after 2 s");
 }
 

@@ -87,6 +87,28 @@ pub fn box_stack(app: &mut App, n: usize) -> Vec<Entity> {
         .collect()
 }
 
+/// An app at 60 Hz solving to `tolerance` (m/s), whose sunk box or stack starts on a ground slab
+/// `ground_size` m wide.
+pub fn loose_app(tolerance: f64, ground_size: f32) -> App {
+    let mut app = app(60.0);
+    let mut settings = PhysicsSettings::default();
+    settings.solver.tolerance = tolerance;
+    app.insert_resource(settings);
+    ground(&mut app, ground_size, 0.5);
+    app
+}
+
+/// The deepest penetration among this step's contact points, m.
+pub fn deepest_penetration(app: &App) -> f32 {
+    let contacts = app.world().resource::<Contacts>();
+    contacts
+        .pairs
+        .iter()
+        .flat_map(|p| p.points.iter())
+        .map(|p| p.penetration)
+        .fold(0.0, f32::max)
+}
+
 pub fn precise(app: &App, entity: Entity) -> PreciseState {
     *app.world().get::<PreciseState>(entity).expect("a rigid body")
 }
