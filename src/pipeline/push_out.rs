@@ -14,8 +14,11 @@
 //! limits, so that jointed bodies move together. Its velocities times `dt` are
 //! the mass-weighted displacement that removes `erp` of each predicted depth (at most
 //! `max_push_out_speed · dt` a step) and closes no other contact by more than its predicted gap.
-//! Frictionless, it is convex and solved in a few Newton iterations. Integration adds the
-//! displacement to the poses; the velocities stay as solved.
+//! Frictionless, it is convex: a few Newton iterations for a body or a small heap, 20–100 for a
+//! 210-box pyramid whose loosely solved steps (1e-2 m/s) leave micrometre overlaps everywhere. It
+//! is solved to the velocity step's tolerance or a tenth of its fastest push-out speed,
+//! whichever is tighter ([`PUSH_OUT_RELATIVE_TOLERANCE`]). Integration adds the displacement to
+//! the poses; the velocities stay as solved.
 //!
 //! Owns each island's push-out problem, solver and displacement; reads the island's solved
 //! problem, its answer and its contacts' true gaps; moves nothing itself.
