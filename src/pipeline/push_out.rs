@@ -71,12 +71,16 @@ impl PushOut {
                     .normal
                     .dot(side_velocity(contact.body1) - side_velocity(contact.body2))
         };
-        let deep = island
+        if solution.velocities.len() != island.bodies.len() {
+            return;
+        }
+        let deepest = island
             .contacts
             .iter()
             .zip(gaps)
-            .any(|pair| end_gap(pair) < -settings.gap_slop);
-        if !deep || solution.velocities.len() != island.bodies.len() {
+            .map(end_gap)
+            .fold(f64::INFINITY, f64::min);
+        if deepest >= -settings.gap_slop {
             return;
         }
         self.problem.dt = dt;
@@ -124,13 +128,9 @@ impl PushOut {
                 .with_friction(0.0)
             }));
         // Solved to the velocity step's tolerance alone, a loose one would let the push-out stop
-        // short of speeds all below it, and leave the overlap in place.
-        let fastest = self
-            .problem
-            .contacts
-            .iter()
-            .map(|c| -settings.gap_bias(c.gap, dt))
-            .fold(0.0, f64::max);
+        // short of speeds all below it, and leave the overlap in place. The bias grows with the
+        // depth, so the deepest contact has the fastest push-out speed.
+        let fastest = -settings.gap_bias(deepest, dt);
         self.solver.settings = SolverSettings {
             warm_start: false,
             tolerance: settings.tolerance.min(PUSH_OUT_RELATIVE_TOLERANCE * fastest),
