@@ -22,7 +22,7 @@ use nalgebra::{DVector, Matrix3, Vector3};
 
 use super::assembly::Assembled;
 use super::cone::{Cone, tangent_norm};
-use super::smoothing::{natural_map_step, sweep_blocks, trace_step};
+use super::smoothing::{natural_map_step, sweep_blocks};
 
 /// One block's step sizes, from its Delassus block `W = Σ_sides J A⁻¹ Jᵀ`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -56,7 +56,7 @@ impl GaussSeidel {
                 normal: inverse(w[(0, 0)]),
                 coupling: [w[(1, 0)], w[(2, 0)]],
                 tangent: inverse(rho),
-                block: trace_step(asm, c),
+                block: inverse(w.trace()),
             }
         }));
     }

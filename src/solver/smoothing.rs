@@ -70,7 +70,7 @@ pub(super) fn natural_map_step(cone: &Cone, w: &Vector3<f64>, old: &Vector3<f64>
 }
 
 /// `1 / trace(W_cc)` of block `c` (0 for a block that does not move).
-pub(super) fn trace_step(asm: &Assembled, c: usize) -> f64 {
+fn trace_step(asm: &Assembled, c: usize) -> f64 {
     let contact = &asm.contacts[c];
     let mut trace = 0.0;
     for side in contact.sides.iter().flatten() {
