@@ -21,6 +21,15 @@ fn tight() -> SolverSettings {
     }
 }
 
+/// The largest difference between two solutions' body velocities, linear (m/s) or angular (rad/s).
+fn velocities_apart(a: &Solution, b: &Solution) -> f64 {
+    a.velocities
+        .iter()
+        .zip(&b.velocities)
+        .map(|(x, y)| (x.linear - y.linear).length().max((x.angular - y.angular).length()))
+        .fold(0.0, f64::max)
+}
+
 /// Mass of the body of [`point_mass_on_ground`], kg.
 const POINT_MASS: f64 = 2.0;
 
@@ -975,10 +984,8 @@ fn a_solve_returns_the_loads_nearest_its_warm_start_whatever_its_path() {
     }
     let (plain, nearest) = (&answers[0], &answers[1]);
     for (a, b) in [(&plain.0, &plain.1), (&plain.0, &nearest.0), (&plain.0, &nearest.1)] {
-        for (x, y) in a.velocities.iter().zip(&b.velocities) {
-            let off = (x.linear - y.linear).length().max((x.angular - y.angular).length());
-            assert!(off < 1e-7, "velocities {off} m/s apart");
-        }
+        let off = velocities_apart(a, b);
+        assert!(off < 1e-7, "velocities {off} m/s apart");
     }
     // Measured: the two paths end 3.9e-2 N·s apart and 6.5e-2 from the warm start, and 4e-7
     // apart and 1.4e-2 from it with the move.
@@ -1057,10 +1064,8 @@ fn loose_inner_solves_far_off_still_return_an_exact_pair() {
     // Both within 1e-10 m/s at every contact, yet up to 6.4e-7 m/s and 1.2e-5 rad/s apart: how
     // the sliding boxes' corners share their load is not unique, and the share turns them. The
     // boxes slide at metres per second and spin at tenths of a radian per second.
-    for (a, b) in exact_solution.velocities.iter().zip(&loose_solution.velocities) {
-        let off = (a.linear - b.linear).length().max((a.angular - b.angular).length());
-        assert!(off < 1e-4, "{a:?} against {b:?}");
-    }
+    let off = velocities_apart(&exact_solution, &loose_solution);
+    assert!(off < 1e-4, "velocities {off} apart");
     // Some outer iteration really stopped Newton early: at a gradient above 1e-3 m/s, where the
     // design note's inner tolerance is 1e-13.
     let trace = solver.newton_trace();
@@ -1143,15 +1148,8 @@ fn a_landing_pile_at_a_loose_tolerance_is_solved_by_the_sweeps_as_the_outer_loop
     );
     assert!(newton.converged && newton.newton_iterations > 0 && exact.converged);
     // Both loose answers lie about as far from the exact one.
-    let off = |solution: &Solution| {
-        solution
-            .velocities
-            .iter()
-            .zip(&exact_solution.velocities)
-            .map(|(a, b)| (a.linear - b.linear).length().max((a.angular - b.angular).length()))
-            .fold(0.0, f64::max)
-    };
-    let (swept_off, newton_off) = (off(&swept_solution), off(&newton_solution));
+    let swept_off = velocities_apart(&swept_solution, &exact_solution);
+    let newton_off = velocities_apart(&newton_solution, &exact_solution);
     println!("off the exact answer: sweeps {swept_off:.2e}, outer loop {newton_off:.2e}");
     assert!(swept_off < 0.05 && newton_off < 0.05, "{swept_off} {newton_off}");
 }
