@@ -724,6 +724,28 @@ fn a_stack_settled_into_itself_at_a_loose_tolerance_is_pushed_apart() {
 }
 
 #[test]
+fn a_stack_at_a_loose_tolerance_comes_to_rest_on_accepted_warm_starts() {
+    // A loose solve's warm start lands just above the level below which no sweep takes a pile;
+    // solved by the sweeps again it stays there, and every step pushes out what it let sink.
+    let mut app = loose_app(1e-2, 60.0);
+    box_stack(&mut app, 10);
+    step(&mut app, 30);
+    let (mut pushed_out, mut accepted) = (0, 0);
+    for _ in 0..90 {
+        step(&mut app, 1);
+        let stats = stats(&app);
+        pushed_out += usize::from(stats.push_out_islands > 0);
+        accepted += usize::from(stats.newton_iterations == 0 && stats.gauss_seidel_sweeps == 0);
+    }
+    println!("ten-box stack at 1e-2 m/s, steps 31-120: {pushed_out} pushed out, {accepted} accepted as warm-started");
+    assert_eq!(pushed_out, 0, "{pushed_out} of 90 resting steps pushed out");
+    assert!(
+        accepted >= 85,
+        "only {accepted} of 90 resting steps accepted their warm start"
+    );
+}
+
+#[test]
 fn a_ball_rebounds_to_e_squared_of_its_drop_height() {
     // 240 Hz: semi-implicit Euler's own ballistic error, O(g h / v), stays well below 2%.
     let (e, h0) = (0.7_f64, 2.0_f64);

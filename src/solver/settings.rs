@@ -73,8 +73,9 @@ pub struct SolverSettings {
     /// of 351).
     pub headroom_iterations: u32,
     /// Most nonsmooth Gauss–Seidel sweeps (the `gauss_seidel` stage) run before the outer loop by
-    /// a solve at a tolerance looser than `warm_start_accept` that does not begin near its answer
-    /// (a cold start, or a warm start above `warm_penalty_max_residual`); 0 disables them. They
+    /// a solve at a tolerance looser than `warm_start_accept` that begins far from its answer (a
+    /// cold start, or a warm start above three times `warm_penalty_max_residual`: one just above
+    /// it is a resting scene's, which the outer loop settles); 0 disables them. They
     /// stop once their pair is within `min(tolerance, warm_penalty_max_residual)`, which is then
     /// the answer, or as soon as their rate of contraction says the budget will not get there;
     /// the outer loop then starts from their pair if it is nearer the answer than the start was.
