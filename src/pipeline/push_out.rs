@@ -48,6 +48,8 @@ pub(crate) struct PushOut {
     active: bool,
     /// This step's push-out solve, if there was one.
     report: Option<SolveReport>,
+    /// Each contact's signed gap predicted at the end of the step.
+    end_gaps: Vec<f64>,
 }
 
 impl PushOut {
@@ -74,12 +76,9 @@ impl PushOut {
         if solution.velocities.len() != island.bodies.len() {
             return;
         }
-        let deepest = island
-            .contacts
-            .iter()
-            .zip(gaps)
-            .map(end_gap)
-            .fold(f64::INFINITY, f64::min);
+        self.end_gaps.clear();
+        self.end_gaps.extend(island.contacts.iter().zip(gaps).map(end_gap));
+        let deepest = self.end_gaps.iter().copied().fold(f64::INFINITY, f64::min);
         if deepest >= -settings.gap_slop {
             return;
         }
@@ -115,8 +114,7 @@ impl PushOut {
         self.problem.contacts.clear();
         self.problem
             .contacts
-            .extend(island.contacts.iter().zip(gaps).map(|pair| {
-                let contact = pair.0;
+            .extend(island.contacts.iter().zip(&self.end_gaps).map(|(contact, &gap)| {
                 SolverContact::new(
                     contact.id,
                     at_rest(contact.body1),
@@ -124,7 +122,7 @@ impl PushOut {
                     contact.point,
                     contact.normal,
                 )
-                .with_gap(end_gap(pair))
+                .with_gap(gap)
                 .with_friction(0.0)
             }));
         // Solved to the velocity step's tolerance alone, a loose one would let the push-out stop
