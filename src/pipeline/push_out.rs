@@ -44,7 +44,7 @@ const PUSH_OUT_RELATIVE_TOLERANCE: f64 = 0.1;
 /// 1.8e-2 m/s at 60 Hz. A tolerance of 1e-1 m/s accepts 1.7 mm of closing a step, and pushing out
 /// the last micrometres of a settling pile cost the most: near the slop a push-out of the 210-box
 /// pyramid took 60–80 Newton iterations, and its measured steps at 1e-1 m/s a mean of 3.6 ms
-/// against 0.42 with this floor (sunk by 0.17 mm instead of 48 µm).
+/// against 0.47 with this floor (sunk by 0.17 mm instead of 48 µm; `benches/scenes.rs`).
 const LOOSE_OVERLAP_FRACTION: f64 = 0.01;
 
 /// One island's push-out, reused step after step.
