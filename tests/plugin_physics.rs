@@ -655,11 +655,7 @@ fn a_loosely_solved_resting_stack_is_held_by_its_warm_start() {
 /// Newton iterations and warm starts accepted over steps 60–180 of a resting ten-box stack solved
 /// to `tolerance`, every step converged.
 fn resting_stack_warm_starts(tolerance: f64) -> (u32, usize) {
-    let mut app = app(60.0);
-    let mut settings = PhysicsSettings::default();
-    settings.solver.tolerance = tolerance;
-    app.insert_resource(settings);
-    ground(&mut app, 10.0, 0.5);
+    let mut app = loose_app(tolerance, 10.0);
     box_stack(&mut app, 10);
     step(&mut app, 60);
     let (mut newton, mut accepted) = (0, 0);
