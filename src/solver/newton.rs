@@ -110,6 +110,16 @@ impl NewtonSolver {
         &self.weights
     }
 
+    /// Factors `H` at the last evaluated iterate and lends it with that iterate's weights
+    /// `βᵢ ∂Πᵢ`, for products with `∂v/∂δ` that do not form its columns.
+    pub fn factored_response(
+        &mut self,
+        asm: &Assembled,
+    ) -> Result<(&mut NewtonSystem, &[Matrix3<f64>]), NotPositiveDefinite> {
+        self.system.factor(asm, &self.weights)?;
+        Ok((&mut self.system, &self.weights))
+    }
+
     /// How the surrogate's minimiser moves with the listed contacts' frozen shifts: `out[k]`
     /// becomes `∂v/∂δⱼ = −H⁻¹ Jⱼᵀ βⱼ ∂Πⱼ e_n` for `j = contacts[k]`, with `H` factored at the last
     /// evaluated iterate. Each `out[k]` must already have the problem's size.

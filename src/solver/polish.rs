@@ -20,7 +20,8 @@
 //! positive definite (`Cᵢ⁻¹` and `Gᵢ` commute) and goes through the same sparse Cholesky as the
 //! Newton steps; the shift adds `Mᵢ − I = e_n uᵢᵀ`, `uᵢ = (0, μᵢ w_t,ᵢ/‖w_t,ᵢ‖)`, one rank-one
 //! term per contact, taken by the Sherman–Morrison–Woodbury formula over the sliding contacts
-//! (a dense LU of their count). On a sticking contact `w_t` vanishes at the solution, where
+//! (a dense LU of their count, or BiCGSTAB without forming it when they are many:
+//! `linear::capacitance`). On a sticking contact `w_t` vanishes at the solution, where
 //! `uᵢ = 0` is an element of the shift's generalized Jacobian, so it is dropped there. Started from
 //! the warm start of 15 captured steps of the 125-sphere pen, this took 706 steps in all where the
 //! earlier solve over the Delassus blocks (faer sparse LU, every contact's shift linearised) took
@@ -38,7 +39,7 @@ use nalgebra::{DVector, Matrix3, Vector3};
 
 use super::assembly::Assembled;
 use super::cone::{self, Cone, ConeRegime};
-use super::linear::{DenseLu, NewtonSystem};
+use super::linear::{CapacitanceSolver, DenseLu, NewtonSystem};
 use super::residual::{ContactResiduals, contact_residuals};
 
 /// Tangential speeds below this give the shift no direction to differentiate, m/s.
@@ -53,6 +54,18 @@ const MIN_SLIDING_SPEED: f64 = 1e-12;
 const INITIAL_DAMPING: f64 = 1e-3;
 const MIN_DAMPING: f64 = 1e-8;
 const MAX_DAMPING: f64 = 1e3;
+
+/// How far one polish goes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PolishLimits {
+    /// The residual it stops within, m/s.
+    pub tolerance: f64,
+    /// Most steps.
+    pub iterations: u32,
+    /// Sliding contacts from which the Woodbury system goes to BiCGSTAB
+    /// ([`crate::solver::SolverSettings::krylov_from`]).
+    pub krylov_min_sliding: usize,
+}
 
 #[derive(Default)]
 pub(crate) struct Polish {
@@ -69,6 +82,9 @@ pub(crate) struct Polish {
     columns: Vec<DVector<f64>>,
     capacitance: DenseLu,
     coefficients: Vec<f64>,
+    /// The Krylov path's solver, and its `−K_s⁻¹ P c`.
+    krylov: CapacitanceSolver,
+    moved: DVector<f64>,
     rhs: DVector<f64>,
     trial: Vec<Vector3<f64>>,
     scratch: DVector<f64>,
@@ -76,8 +92,9 @@ pub(crate) struct Polish {
 }
 
 impl Polish {
-    /// Runs up to `iterations` Newton steps from `lambda` (and `v = v(λ)`, recomputed), taking a
-    /// step only if it lowers the summed squared residual. Writes the final `(v, λ)` back and
+    /// Runs up to `limits.iterations` Newton steps from `lambda` (and `v = v(λ)`, recomputed),
+    /// until within `limits.tolerance`, taking a step only if it lowers the summed squared
+    /// residual. Writes the final `(v, λ)` back and
     /// returns their residuals and the number of linear systems solved.
     pub fn run(
         &mut self,
@@ -85,12 +102,11 @@ impl Polish {
         system: &mut NewtonSystem,
         v: &mut DVector<f64>,
         lambda: &mut [Vector3<f64>],
-        tolerance: f64,
-        iterations: u32,
+        limits: PolishLimits,
     ) -> (ContactResiduals, u32) {
         let nc = asm.contacts.len();
         let dofs = asm.dofs();
-        for buffer in [&mut self.rhs, &mut self.scratch, &mut self.trial_v] {
+        for buffer in [&mut self.rhs, &mut self.scratch, &mut self.trial_v, &mut self.moved] {
             *buffer = std::mem::take(buffer).resize_vertically(dofs, 0.0);
         }
         for buffer in [&mut self.residual, &mut self.shift_row] {
@@ -103,12 +119,12 @@ impl Polish {
         let mut current = self.evaluate(asm, v, lambda, true);
         let mut damping = INITIAL_DAMPING;
         let mut solved = 0;
-        for _ in 0..iterations {
+        for _ in 0..limits.iterations {
             let residuals = contact_residuals(asm, v, lambda);
-            if residuals.within(tolerance) || !current.is_finite() || damping > MAX_DAMPING {
+            if residuals.within(limits.tolerance) || !current.is_finite() || damping > MAX_DAMPING {
                 break;
             }
-            if !self.solve_step(asm, system, lambda, damping) {
+            if !self.solve_step(asm, system, lambda, damping, limits.krylov_min_sliding) {
                 break;
             }
             solved += 1;
@@ -158,6 +174,22 @@ impl Polish {
         if merit.is_nan() { f64::INFINITY } else { merit }
     }
 
+    /// The Woodbury correction by BiCGSTAB (`linear::capacitance`): `(I + Qᵀ K_s⁻¹ P) c =
+    /// Qᵀ K_s⁻¹ rhs` with `rhs` holding `K_s⁻¹ rhs`, leaving `−K_s⁻¹ P c` in `moved`; false if
+    /// BiCGSTAB does not converge.
+    fn krylov_correction(&mut self, asm: &Assembled, system: &mut NewtonSystem) -> bool {
+        self.coefficients.clear();
+        for &c in &self.active {
+            self.coefficients
+                .push(self.shift_row[c].dot(&asm.jacobian_times(c, &self.rhs)));
+        }
+        // The rank-one terms: `−pₖ`'s block (column 0 of `mₖ Cₖ⁻¹ Gₖ`), and `uₖ`.
+        let (weights, shift_row) = (&self.weights, &self.shift_row);
+        let term = |c: usize| (-Vector3::from(weights[c].column(0)), shift_row[c]);
+        self.krylov
+            .solve(asm, system, &self.active, term, &mut self.coefficients, &mut self.moved)
+    }
+
     /// Solves the damped step into `trial` (`λ + Δλ`); false if a factorization fails or the step
     /// is not finite.
     fn solve_step(
@@ -166,6 +198,7 @@ impl Polish {
         system: &mut NewtonSystem,
         lambda: &[Vector3<f64>],
         damping: f64,
+        krylov_min_sliding: usize,
     ) -> bool {
         self.active.clear();
         for (c, contact) in asm.contacts.iter().enumerate() {
@@ -191,7 +224,9 @@ impl Polish {
         }
         system.solve_in_place(&mut self.rhs);
         let k = self.active.len();
-        if k > 0 {
+        if k > 0 && k >= krylov_min_sliding && self.krylov_correction(asm, system) {
+            self.rhs += &self.moved;
+        } else if k > 0 {
             let dofs = asm.dofs();
             if self.columns.len() < k {
                 self.columns.resize_with(k, || DVector::zeros(dofs));

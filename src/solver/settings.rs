@@ -181,6 +181,19 @@ pub struct SolverSettings {
     /// at 6 bodies (pyramid of 3 rows, 0.15 ms each), dense 10–20% faster below, sparse ahead
     /// from 8 bodies on and 6× ahead at 32.
     pub dense_max_bodies: usize,
+    /// Sliding contacts from which the `k × k` systems of the shift Newton step and the polish
+    /// (one rank-one term per sliding contact) are solved by BiCGSTAB, one solve with the Newton
+    /// matrix per product, instead of being formed column by column and factored densely (`k`
+    /// solves, `k²` products, a dense LU), on islands of at least
+    /// [`krylov_min_bodies`](Self::krylov_min_bodies). Timed on the same iterates, the two cost
+    /// the same near 90–100 sliding contacts on pens of 512 and 1000 balls; at 500–550 the Krylov
+    /// path took 27 ms against 107 (scratch harnesses, 5 December 2026).
+    pub krylov_min_sliding: usize,
+    /// Dynamic bodies an island needs for [`krylov_min_sliding`](Self::krylov_min_sliding) to
+    /// apply. On the 125-ball pen the dense path was the faster at every count of sliding
+    /// contacts met (up to 100: 1.8 against 2.8 ms for the shift Newton step, 1.8 against 3.4
+    /// for a polish step); islands between 125 and 512 bodies were not measured.
+    pub krylov_min_bodies: usize,
     /// After a solve that iterated and converged, move its impulses, along the directions that
     /// change no velocity, to the admissible ones nearest the start (the warm start, or zero when
     /// cold), keeping the move only if the residuals stay within the tolerance and within twice
@@ -229,6 +242,17 @@ impl SolverSettings {
         self.headroom_iterations + 2 * decades.clamp(0.0, MAX_HEADROOM_DECADES) as u32
     }
 
+    /// The count of sliding contacts from which an island of `bodies` dynamic bodies solves the
+    /// shift Newton step's and the polish's systems by BiCGSTAB: `krylov_min_sliding`, or never
+    /// below `krylov_min_bodies`.
+    pub(crate) fn krylov_from(&self, bodies: usize) -> usize {
+        if bodies >= self.krylov_min_bodies {
+            self.krylov_min_sliding
+        } else {
+            usize::MAX
+        }
+    }
+
     /// A contact's normal bias `e_n` for signed gap `gap` (m) over a step `dt` (s), before
     /// restitution, m/s: `gap/dt` when open (the gap may close within the step, no further),
     /// `erp·gap/dt` capped at `max_push_out_speed` when penetrating (design note §1).
@@ -274,6 +298,8 @@ impl Default for SolverSettings {
             retry_penalty: 300.0,
             nearest_impulses: false,
             dense_max_bodies: 6,
+            krylov_min_sliding: 100,
+            krylov_min_bodies: 500,
             warm_start: true,
             record_trace: false,
         }

@@ -6,7 +6,8 @@
 //! all. Differentiating the surrogate's optimality condition `∇Φ(v; δ) = 0` gives how `v` moves
 //! with each shift, `∂v/∂δⱼ = −H⁻¹ Jⱼᵀ βⱼ ∂Πⱼ e_n`, with `H` the Newton matrix already built; so
 //! over the sliding contacts `Q` one step solves `(I − ∂S/∂δ) Δ = S(δ) − δ`, a dense `|Q|×|Q|`
-//! system, and moves the multipliers by the same linearisation.
+//! system, and moves the multipliers by the same linearisation. With many sliding contacts that
+//! system is solved without forming it (`linear::capacitance`).
 //!
 //! Owns its buffers; reads the assembled problem and the Newton solver's last evaluation, and
 //! writes only the proposed `(λ, δ)`. Whether to take the step is the outer loop's decision.
@@ -15,7 +16,7 @@ use nalgebra::{DVector, Vector3};
 
 use super::assembly::Assembled;
 use super::cone::{self, Cone, ConeRegime};
-use super::linear::DenseLu;
+use super::linear::{CapacitanceSolver, DenseLu};
 use super::newton::NewtonSolver;
 
 /// A step more than this many times the plain update's largest change is not trusted: the
@@ -38,6 +39,9 @@ pub(crate) struct ShiftIterate<'a> {
     /// The solve's tolerance, m/s: a contact whose plain shift update moves less than a tenth of
     /// it is left to the plain update.
     pub tolerance: f64,
+    /// Sliding contacts from which the step's system goes to BiCGSTAB
+    /// ([`crate::solver::SolverSettings::krylov_from`]).
+    pub krylov_min_sliding: usize,
 }
 
 #[derive(Default)]
@@ -49,6 +53,7 @@ pub(crate) struct ShiftNewton {
     /// `I − ∂S/∂δ`.
     lu: DenseLu,
     step: Vec<f64>,
+    capacitance: CapacitanceSolver,
 }
 
 impl ShiftNewton {
@@ -81,6 +86,65 @@ impl ShiftNewton {
             return false;
         }
         let dofs = asm.dofs();
+        self.moved = std::mem::take(&mut self.moved).resize_vertically(dofs, 0.0);
+        self.step.clear();
+        let mut plain = 0.0_f64;
+        for &i in &self.sliding {
+            let residual = it.shift_next[i] - it.shift[i];
+            plain = plain.max(residual.abs());
+            self.step.push(residual);
+        }
+        let krylov = k >= it.krylov_min_sliding && self.krylov_solve(asm, newton, it);
+        if !krylov && !self.direct_solve(asm, newton, it) {
+            return false;
+        }
+        if self.step.iter().any(|d| d.abs() > MAX_STEP_RATIO * plain) {
+            return false;
+        }
+        shift.copy_from_slice(it.shift_next);
+        for (a, &i) in self.sliding.iter().enumerate() {
+            shift[i] = (it.shift[i] + self.step[a]).max(0.0);
+        }
+        // The multipliers follow the same linearisation: dλᵢ = −βᵢ ∂Πᵢ (Jᵢ dv + Δᵢ e_n).
+        let weights = newton.last_weights();
+        let mut next_sliding = self.sliding.iter().zip(&self.step).peekable();
+        for c in 0..it.cones.len() {
+            let mut change = asm.jacobian_times(c, &self.moved);
+            // `sliding` is in contact order.
+            if let Some((_, &d)) = next_sliding.next_if(|(i, _)| **i == c) {
+                change.x += d;
+            }
+            lambda[c] = it.cones[c].project(&(it.lambda_next[c] - weights[c] * change));
+        }
+        true
+    }
+
+    /// The step's system solved by BiCGSTAB without forming it (`linear::capacitance`): overwrites
+    /// `step` (the plain update) with the step and sets `moved`; false, leaving `step`, if it
+    /// cannot be solved so.
+    fn krylov_solve(&mut self, asm: &Assembled, newton: &mut NewtonSolver, it: &ShiftIterate) -> bool {
+        let Ok((system, weights)) = newton.factored_response(asm) else {
+            return false;
+        };
+        // The rank-one terms of `∂S/∂δ`: `−βᵢ ∂Πᵢ e_n` and `μᵢ t̂ᵢ`.
+        let term = |i: usize| {
+            let Cone::Coulomb { mu } = it.cones[i] else {
+                unreachable!("only contacts slide")
+            };
+            let w = it.velocity[i];
+            (
+                -Vector3::from(weights[i].column(0)),
+                Vector3::new(0.0, w.y, w.z) * (mu / cone::tangent_norm(&w)),
+            )
+        };
+        self.capacitance
+            .solve(asm, system, &self.sliding, term, &mut self.step, &mut self.moved)
+    }
+
+    /// The step's system solved through the columns `∂v/∂δ_b` and a dense LU: overwrites `step`
+    /// (the plain update) with the step and sets `moved`; false if it cannot be solved.
+    fn direct_solve(&mut self, asm: &Assembled, newton: &mut NewtonSolver, it: &ShiftIterate) -> bool {
+        let (k, dofs) = (self.sliding.len(), asm.dofs());
         if self.columns.len() < k {
             self.columns.resize_with(k, || DVector::zeros(dofs));
         }
@@ -97,8 +161,6 @@ impl ShiftNewton {
         }
 
         let matrix = self.lu.matrix_mut(k);
-        self.step.clear();
-        let mut plain = 0.0_f64;
         for (a, &i) in self.sliding.iter().enumerate() {
             let Cone::Coulomb { mu } = it.cones[i] else {
                 unreachable!("only contacts slide")
@@ -110,33 +172,13 @@ impl ShiftNewton {
                 matrix[b * k + a] = -mu * (w.y * moved.y + w.z * moved.z) / speed;
             }
             matrix[a * k + a] += 1.0;
-            let residual = it.shift_next[i] - it.shift[i];
-            plain = plain.max(residual.abs());
-            self.step.push(residual);
         }
-        if !self.lu.solve_in_place(&mut self.step) || self.step.iter().any(|d| d.abs() > MAX_STEP_RATIO * plain) {
+        if !self.lu.solve_in_place(&mut self.step) {
             return false;
         }
-
-        // The multipliers follow the same linearisation: dλᵢ = −βᵢ ∂Πᵢ (Jᵢ dv + Δᵢ e_n).
-        self.moved = std::mem::take(&mut self.moved).resize_vertically(dofs, 0.0);
         self.moved.fill(0.0);
         for (column, &d) in self.columns[..k].iter().zip(&self.step) {
             self.moved.axpy(d, column, 1.0);
-        }
-        shift.copy_from_slice(it.shift_next);
-        for (a, &i) in self.sliding.iter().enumerate() {
-            shift[i] = (it.shift[i] + self.step[a]).max(0.0);
-        }
-        let weights = newton.last_weights();
-        let mut next_sliding = self.sliding.iter().zip(&self.step).peekable();
-        for c in 0..it.cones.len() {
-            let mut change = asm.jacobian_times(c, &self.moved);
-            // `sliding` is in contact order.
-            if let Some((_, &d)) = next_sliding.next_if(|(i, _)| **i == c) {
-                change.x += d;
-            }
-            lambda[c] = it.cones[c].project(&(it.lambda_next[c] - weights[c] * change));
         }
         true
     }

@@ -10,6 +10,7 @@ use nalgebra::Vector3;
 use super::{OuterTrace, Solver};
 use crate::solver::cone::Cone;
 use crate::solver::newton::{NewtonCounts, Surrogate};
+use crate::solver::polish::PolishLimits;
 use crate::solver::problem::StepProblem;
 use crate::solver::report::{SolveFailure, SolveReport};
 use crate::solver::residual::{ContactResiduals, contact_residuals, contact_residuals_at};
@@ -361,6 +362,7 @@ impl Solver {
             shift_next: &self.shift_next,
             lambda_next: &self.lambda_next,
             tolerance: self.settings.tolerance,
+            krylov_min_sliding: self.settings.krylov_from(self.asm.bodies.len()),
         };
         let taken = self.shift_newton.step(
             &self.asm,
@@ -383,21 +385,24 @@ impl Solver {
         self.polish_lambda.clear();
         self.polish_lambda.extend_from_slice(&self.best_lambda);
         self.polish_v = std::mem::take(&mut self.polish_v).resize_vertically(self.asm.dofs(), 0.0);
-        let tolerance = self.settings.tolerance;
+        let limits = PolishLimits {
+            tolerance: self.settings.tolerance,
+            iterations: steps,
+            krylov_min_sliding: self.settings.krylov_from(self.asm.bodies.len()),
+        };
         let (polished, taken) = self.polish.run(
             &self.asm,
             &mut self.newton.system,
             &mut self.polish_v,
             &mut self.polish_lambda,
-            tolerance,
-            steps,
+            limits,
         );
         if polished.worst() < best.worst() {
             *best = polished;
             self.best_v.copy_from(&self.polish_v);
             self.best_lambda.copy_from_slice(&self.polish_lambda);
         }
-        (best.within(tolerance), taken)
+        (best.within(limits.tolerance), taken)
     }
 
     /// Whether this image moved from the last along the same direction as the previous move.

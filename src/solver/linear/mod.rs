@@ -3,8 +3,10 @@
 //! `H = A + Σᵢ βᵢ Jᵢᵀ ∂Πᵢ Jᵢ` has the sparsity of the island's body–contact graph in 6×6 blocks.
 //! This module builds it block by block into whichever factorization the island's size calls for
 //! — dense Cholesky for small islands, sparse Cholesky with a fill-reducing ordering for large ones
-//! — and solves with it. It knows the assembled problem's shape, not the iteration.
+//! — and solves with it, and solves the systems of rank-one terms added to it (`capacitance`). It
+//! knows the assembled problem's shape, not the iteration.
 
+mod capacitance;
 mod dense;
 mod dense_lu;
 mod sparse;
@@ -16,6 +18,7 @@ use super::report::LinearSolverKind;
 use dense::DenseCholesky;
 use sparse::SparseCholesky;
 
+pub(crate) use capacitance::CapacitanceSolver;
 pub(crate) use dense_lu::DenseLu;
 
 /// The factorization failed: `H` was not numerically positive definite.
