@@ -94,8 +94,8 @@ pub(crate) struct Polish {
 impl Polish {
     /// Runs up to `limits.iterations` Newton steps from `lambda` (and `v = v(λ)`, recomputed),
     /// until within `limits.tolerance`, taking a step only if it lowers the summed squared
-    /// residual. Writes the final `(v, λ)` back and
-    /// returns their residuals and the number of linear systems solved.
+    /// residual. Writes the final `(v, λ)` back and returns their residuals and the number of
+    /// linear systems solved.
     pub fn run(
         &mut self,
         asm: &Assembled,
