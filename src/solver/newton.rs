@@ -129,13 +129,13 @@ impl NewtonSolver {
         contacts: &[usize],
         out: &mut [DVector<f64>],
     ) -> Result<(), NotPositiveDefinite> {
-        self.system.factor(asm, &self.weights)?;
+        let (system, weights) = self.factored_response(asm)?;
         for (column, &j) in out.iter_mut().zip(contacts) {
             column.fill(0.0);
-            let normal_weight: Vector3<f64> = self.weights[j].column(0).into();
+            let normal_weight: Vector3<f64> = weights[j].column(0).into();
             asm.add_jacobian_transpose(j, &(-normal_weight), column);
         }
-        self.system.solve_columns_in_place(out);
+        system.solve_columns_in_place(out);
         Ok(())
     }
 
