@@ -11,8 +11,10 @@
 //! `cargo bench --bench replay -- nomatch` prints, per scene and setting: the captured steps and
 //! islands, Newton and polish iterations summed and per step (median, 90th percentile, largest),
 //! the islands that did not converge, the worst residual and the solve time per step; then the
-//! five costliest steps. Criterion then times the replay of each scene's first ten measured
-//! steps. `SCENES=pen` keeps only the scenes whose names contain one of the comma-separated words.
+//! five costliest steps; then, for the defaults, where the solves that converged in their first
+//! run spent their Newton iterations, by the residual each outer iteration started from.
+//! Criterion then times the replay of each scene's first ten measured steps. `SCENES=pen` keeps
+//! only the scenes whose names contain one of the comma-separated words.
 
 use std::time::Duration;
 
@@ -140,6 +142,47 @@ fn summary(label: &str, scene: &Scene, problems: &[CapturedIsland], reports: &[S
     println!("{:<30} costliest steps: {costliest}", "");
 }
 
+/// Where a scene's converging solves spend their Newton iterations: each outer iteration of a
+/// solve that converged in its first run, counted in the band of the residual it started from
+/// (the last outer iteration's; the first one counts in the top band). Solved again with
+/// `record_trace`, which changes no iterate.
+fn iteration_profile(scene: &Scene, problems: &[CapturedIsland]) {
+    const BANDS: [f64; 8] = [1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8];
+    let mut solver = Solver::new(SolverSettings {
+        record_trace: true,
+        ..SolverSettings::default()
+    });
+    let mut solution = Solution::default();
+    let (mut outer, mut newton) = ([0_u32; BANDS.len() + 1], [0_u32; BANDS.len() + 1]);
+    for captured in problems {
+        let report = solver.solve(&captured.problem, &mut solution);
+        if !report.converged || report.retries > 0 {
+            continue;
+        }
+        let (mut started_at, mut newton_before) = (f64::INFINITY, 0);
+        for iteration in solver.outer_trace() {
+            let band = BANDS.iter().take_while(|&&edge| started_at <= edge).count();
+            outer[band] += 1;
+            newton[band] += iteration.newton_iterations - newton_before;
+            newton_before = iteration.newton_iterations;
+            started_at = iteration.ncp_residual.max(iteration.feasibility_residual);
+        }
+    }
+    println!(
+        "{:<16} converged first runs' outer iterations by the residual they started from (m/s): outer / Newton",
+        scene.name
+    );
+    let bands = (0..=BANDS.len()).map(|band| {
+        let label = match band {
+            0 => format!("> {:.0e}", BANDS[0]),
+            b if b == BANDS.len() => format!("≤ {:.0e}", BANDS[b - 1]),
+            b => format!("{:.0e}–{:.0e}", BANDS[b], BANDS[b - 1]),
+        };
+        format!("{label}: {} / {}", outer[band], newton[band])
+    });
+    println!("{:<16} {}", "", bands.collect::<Vec<_>>().join(", "));
+}
+
 fn bench(c: &mut Criterion) {
     println!(
         "\nThe solver alone, default settings and on the pen variants, on the island problems the plugin captured in each \
@@ -169,6 +212,7 @@ fn bench(c: &mut Criterion) {
         .collect();
     for (scene, problems) in &captured {
         summary("default", scene, problems, &replay(problems, SolverSettings::default()));
+        iteration_profile(scene, problems);
         if scene.name.contains("pen") {
             for (label, settings) in variants() {
                 summary(label, scene, problems, &replay(problems, settings));
