@@ -89,6 +89,9 @@ pub struct SolverStats {
     pub outer_iterations: u32,
     /// Newton iterations, summed over islands.
     pub newton_iterations: u32,
+    /// Of those, the Newton directions found by conjugate gradients preconditioned by an earlier
+    /// factorization, on islands of at least `SolverSettings::cg_direction_min_bodies` bodies.
+    pub cg_directions: u32,
     /// Projected Gauss–Seidel sweeps given to near-miss warm starts, summed over islands (see
     /// `SolverSettings::smoothing_sweeps`).
     pub smoothing_sweeps: u32,

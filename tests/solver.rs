@@ -1193,3 +1193,36 @@ fn a_landing_pile_at_a_loose_tolerance_is_solved_by_the_sweeps_as_the_outer_loop
     println!("off the exact answer: sweeps {swept_off:.2e}, outer loop {newton_off:.2e}");
     assert!(swept_off < 0.05 && newton_off < 0.05, "{swept_off} {newton_off}");
 }
+
+/// Newton directions found by CG on a stale factorization change the path, not the answer: a
+/// stirred pile far from its answer, solved with them and with a factorization every Newton
+/// iteration, ends within the tolerance at the same velocities, and they stand in for most of its
+/// factorizations. A resting pile's re-solve warm-started 1% off begins near its answer, and
+/// keeps exact directions.
+#[test]
+fn cg_directions_on_a_stale_factorization_reach_the_same_answer() {
+    let problem = scenes::stirred_sphere_pile(5, 0.5, DT);
+    let settings = |cg_direction_min_bodies| SolverSettings {
+        cg_direction_min_bodies,
+        ..Default::default()
+    };
+    let (exact, exact_solution, _) = solve(&problem, settings(usize::MAX));
+    let (cg, cg_solution, _) = solve(&problem, settings(0));
+    assert!(exact.converged && cg.converged, "{exact:?}\n{cg:?}");
+    assert_eq!(exact.cg_directions, 0);
+    assert!(2 * cg.cg_directions > cg.newton_iterations, "{cg:?}");
+    let apart = velocities_apart(&exact_solution, &cg_solution);
+    assert!(apart < 1e-7, "{apart:e} m/s apart");
+
+    let resting = scenes::sphere_pile(5, 5, 5, 0.5, DT);
+    let (_, rest_solution, _) = solve(&resting, settings(0));
+    let mut nudged = warm_started(&resting, &rest_solution);
+    for contact in &mut nudged.contacts {
+        contact.warm_impulse = contact.warm_impulse.map(|w| w * 0.99);
+    }
+    let (warm, _, _) = solve(&nudged, settings(0));
+    assert!(
+        warm.converged && warm.newton_iterations > 0 && warm.cg_directions == 0,
+        "{warm:?}"
+    );
+}

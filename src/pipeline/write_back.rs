@@ -121,6 +121,7 @@ pub(crate) fn write_back(
         let report = &island.report;
         summary.outer_iterations += report.outer_iterations;
         summary.newton_iterations += report.newton_iterations;
+        summary.cg_directions += report.cg_directions;
         summary.polish_iterations += report.polish_iterations;
         summary.distribution_solves += report.distribution_solves;
         summary.smoothing_sweeps += report.smoothing_sweeps;

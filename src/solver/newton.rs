@@ -8,7 +8,7 @@ use nalgebra::{DVector, Matrix3, Vector3};
 use super::assembly::Assembled;
 use super::cone::Cone;
 use super::line_search::{LineSearchInput, exact_line_search};
-use super::linear::{NewtonSystem, NotPositiveDefinite};
+use super::linear::{NewtonSystem, NotPositiveDefinite, StaleFactorCg};
 use super::settings::SolverSettings;
 
 /// One Newton iteration's record, for convergence studies.
@@ -31,9 +31,20 @@ pub(crate) struct Surrogate<'a> {
     pub outer: u32,
 }
 
+/// How far one inner solve goes, and by which directions.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InnerSolve {
+    /// Stop once `‖A⁻¹∇Φ‖∞` is within this, m/s, if it is above the design note's inner tolerance.
+    pub tolerance: f64,
+    /// The solve is far from its answer: on a large island, seek the directions by CG first.
+    pub cg_directions: bool,
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct NewtonCounts {
     pub newton: u32,
+    /// Of `newton`, the directions found by CG on a stale factorization.
+    pub cg_directions: u32,
     pub line_search: u32,
 }
 
@@ -49,6 +60,7 @@ pub(crate) struct NewtonSolver {
     y: Vec<Vector3<f64>>,
     jd: Vec<Vector3<f64>>,
     weights: Vec<Matrix3<f64>>,
+    cg: StaleFactorCg,
     pub trace: Vec<NewtonTrace>,
 }
 
@@ -62,6 +74,7 @@ impl NewtonSolver {
         }
         self.jd.resize(contacts, Vector3::zeros());
         self.weights.resize(contacts, Matrix3::zeros());
+        self.cg.resize(dofs);
     }
 
     /// Gradient `A v − b − Σ Jᵢᵀ Π(xᵢ)` and Hessian weights `βᵢ ∂Π(xᵢ)` at `v`; returns the largest
@@ -140,7 +153,9 @@ impl NewtonSolver {
     }
 
     /// Minimises the surrogate from `v`, in place, until `‖A⁻¹∇Φ‖∞` is within the design note's
-    /// inner tolerance or `inner_tolerance` (m/s), whichever is larger. Always ends on an
+    /// inner tolerance or `inner.tolerance` (m/s), whichever is larger. With
+    /// `inner.cg_directions`, on an island of at least `SolverSettings::cg_direction_min_bodies`,
+    /// a Newton direction is first sought by CG preconditioned by the factorization held. Always ends on an
     /// evaluation of the returned `v`, which [`Self::last_evaluation`] exposes.
     pub fn minimize(
         &mut self,
@@ -148,9 +163,15 @@ impl NewtonSolver {
         s: &Surrogate,
         v: &mut DVector<f64>,
         settings: &SolverSettings,
-        inner_tolerance: f64,
+        inner: InnerSolve,
         counts: &mut NewtonCounts,
     ) -> Result<(), NotPositiveDefinite> {
+        let cg_iterations = if inner.cg_directions && asm.bodies.len() >= settings.cg_direction_min_bodies {
+            settings.cg_direction_iterations
+        } else {
+            0
+        };
+        let mut first_gradient = None;
         // One evaluation more than factorizations: the last step's result is checked too.
         for iteration in 0..=settings.max_newton_iterations {
             let largest_y = self.evaluate(asm, s, v);
@@ -166,15 +187,30 @@ impl NewtonSolver {
                 });
             }
             let floor = 64.0 * f64::EPSILON * (s.penalty * largest_y + v.amax());
-            if gradient_norm <= (1e-3 * settings.tolerance).max(floor).max(inner_tolerance)
+            if gradient_norm <= (1e-3 * settings.tolerance).max(floor).max(inner.tolerance)
                 || iteration == settings.max_newton_iterations
             {
                 return Ok(());
             }
-            self.system.factor(asm, &self.weights)?;
-            self.direction.copy_from(&self.gradient);
-            self.direction.neg_mut();
-            self.system.solve_in_place(&mut self.direction);
+            let first = *first_gradient.get_or_insert(gradient_norm);
+            let forcing = settings.cg_direction_forcing.min(gradient_norm / first);
+            self.scratch.copy_from(&self.gradient);
+            self.scratch.neg_mut();
+            if self.cg.solve(
+                &mut self.system,
+                asm,
+                &self.weights,
+                &self.scratch,
+                &mut self.direction,
+                forcing,
+                cg_iterations,
+            ) {
+                counts.cg_directions += 1;
+            } else {
+                self.system.factor(asm, &self.weights)?;
+                self.direction.copy_from(&self.scratch);
+                self.system.solve_in_place(&mut self.direction);
+            }
             counts.newton += 1;
 
             let mut linear_slope = self.gradient.dot(&self.direction);

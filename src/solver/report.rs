@@ -54,6 +54,10 @@ pub struct SolveReport {
     pub outer_iterations: u32,
     /// Newton iterations, summed over the outer iterations.
     pub newton_iterations: u32,
+    /// Newton directions found by conjugate gradients preconditioned by an earlier factorization,
+    /// without refactoring ([`SolverSettings::cg_direction_min_bodies`](super::SolverSettings::cg_direction_min_bodies));
+    /// included in `newton_iterations`.
+    pub cg_directions: u32,
     /// Line-search evaluations, summed.
     pub line_search_iterations: u32,
     /// Semismooth Newton steps of the polish that follows a spent outer budget

@@ -132,6 +132,22 @@ pub fn box_pyramid(layers: usize, mu: f64, dt: f64) -> StepProblem {
     }
 }
 
+/// An `n³` [`sphere_pile`] in the middle of an impact: each ball moves at up to 1, 2 and 1 m/s
+/// along x, y and z, in a fixed pattern that differs from ball to ball. The solve starts far from
+/// its answer, and contacts open, close, stick and slip as it goes.
+pub fn stirred_sphere_pile(n: usize, mu: f64, dt: f64) -> StepProblem {
+    let mut problem = sphere_pile(n, n, n, mu, dt);
+    for (i, body) in problem.bodies.iter_mut().enumerate() {
+        let phase = i as f64;
+        body.linear_velocity += DVec3::new(
+            (1.7 * phase).sin(),
+            2.0 * (2.3 * phase + 1.0).sin(),
+            (3.1 * phase).cos(),
+        );
+    }
+    problem
+}
+
 /// A cubic lattice of `nx × ny × nz` touching balls of radius 0.5 m and 1 kg on static ground,
 /// with a contact between every pair of lattice neighbours.
 pub fn sphere_pile(nx: usize, ny: usize, nz: usize, mu: f64, dt: f64) -> StepProblem {

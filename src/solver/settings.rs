@@ -116,6 +116,28 @@ pub struct SolverSettings {
     /// (`a_solve_returns_the_loads_nearest_its_warm_start_whatever_its_path`) asserts 1e-7. See
     /// `docs/sphere-pen.md`.
     pub inner_forcing: f64,
+    /// Dynamic bodies from which an island's Newton directions are first sought by conjugate
+    /// gradients on the Newton matrix `H`, preconditioned by the factorization an earlier Newton
+    /// iteration left, and `H` is refactored only when CG misses
+    /// [`cg_direction_forcing`](Self::cg_direction_forcing) within
+    /// [`cg_direction_iterations`](Self::cg_direction_iterations); only while the solve is far
+    /// from its answer (it did not begin near it, and its last residual is above 100× the
+    /// tolerance), so that warm-started solves near their answer keep exact directions. On large
+    /// piles the sparse Cholesky's numeric factorization costs many solves with it. Cold solves
+    /// of stirred ball lattices (`scenes::stirred_sphere_pile`, `cargo bench --bench solver`,
+    /// 6 December 2026, retries off) took 35% less time at 1000 balls (17.4 against 26.8 s) and
+    /// 37% less at 512, 4% less at 343 and 2–4% at 125 and 216, each with 3–15% more (cheaper)
+    /// Newton iterations and the same residual. On the 125-ball pen's captured steps, with the
+    /// bound lowered to reach them, it saved nothing (`docs/sphere-pen.md`).
+    pub cg_direction_min_bodies: usize,
+    /// Most CG iterations per Newton direction before `H` is refactored
+    /// ([`cg_direction_min_bodies`](Self::cg_direction_min_bodies)).
+    pub cg_direction_iterations: u32,
+    /// The largest forcing `η` of a CG direction `d`: `‖H d + ∇Φ‖_{A⁻¹} ≤ η ‖∇Φ‖_{A⁻¹}`, with
+    /// `η` also at most the inner solve's gradient relative to its first, so that the directions
+    /// grow exact as Newton converges and keep its fast local rate
+    /// ([`cg_direction_min_bodies`](Self::cg_direction_min_bodies)).
+    pub cg_direction_forcing: f64,
     /// Most evaluations of `φ'(α)` per line search.
     pub max_line_search_iterations: u32,
     /// Fraction of a penetration pushed out per step, in (0, 1].
@@ -281,6 +303,9 @@ impl Default for SolverSettings {
             max_outer_iterations: 200,
             max_newton_iterations: 50,
             inner_forcing: 0.0,
+            cg_direction_min_bodies: 300,
+            cg_direction_iterations: 12,
+            cg_direction_forcing: 0.03,
             max_line_search_iterations: 50,
             erp: 0.2,
             max_push_out_speed: 1.0,

@@ -9,7 +9,7 @@ use nalgebra::Vector3;
 
 use super::{OuterTrace, Solver};
 use crate::solver::cone::Cone;
-use crate::solver::newton::{NewtonCounts, Surrogate};
+use crate::solver::newton::{InnerSolve, NewtonCounts, Surrogate};
 use crate::solver::polish::PolishLimits;
 use crate::solver::problem::StepProblem;
 use crate::solver::report::{SolveFailure, SolveReport};
@@ -153,9 +153,11 @@ impl Solver {
             }
             let newton_before = counts.newton;
             // Far from the answer an exact minimiser of this surrogate is wasted: the next one
-            // moves anyway (`SolverSettings::inner_forcing`). A run that began near its answer
-            // keeps exact solves, so a resting scene's solves stay as they were.
-            let loose = !near && settings.inner_forcing > 0.0 && last_worst > 100.0 * settings.tolerance;
+            // moves anyway (`SolverSettings::inner_forcing`), and inexact Newton directions do
+            // (`SolverSettings::cg_direction_min_bodies`). A run that began near its answer keeps
+            // exact solves and directions, so a resting scene's solves stay as they were.
+            let far = !near && last_worst > 100.0 * settings.tolerance;
+            let loose = far && settings.inner_forcing > 0.0;
             let inner_tolerance = if loose {
                 settings.inner_forcing * last_worst
             } else {
@@ -168,7 +170,10 @@ impl Solver {
                     &surrogate,
                     &mut self.v,
                     settings,
-                    inner_tolerance,
+                    InnerSolve {
+                        tolerance: inner_tolerance,
+                        cg_directions: far,
+                    },
                     &mut counts,
                 )
                 .is_err()
@@ -318,6 +323,7 @@ impl Solver {
             }
         }
         report.newton_iterations += counts.newton;
+        report.cg_directions += counts.cg_directions;
         report.line_search_iterations += counts.line_search;
         report.penalty = kappa;
         (best, failure)

@@ -3,13 +3,15 @@
 //! `H = A + Σᵢ βᵢ Jᵢᵀ ∂Πᵢ Jᵢ` has the sparsity of the island's body–contact graph in 6×6 blocks.
 //! This module builds it block by block into whichever factorization the island's size calls for
 //! — dense Cholesky for small islands, sparse Cholesky with a fill-reducing ordering for large ones
-//! — and solves with it, and solves the systems of rank-one terms added to it (`capacitance`). It
-//! knows the assembled problem's shape, not the iteration.
+//! — and solves with it, solves the systems of rank-one terms added to it (`capacitance`), and
+//! solves with a nearby `H`'s factorization as a preconditioner (`stale_factor`). It knows the
+//! assembled problem's shape, not the iteration.
 
 mod capacitance;
 mod dense;
 mod dense_lu;
 mod sparse;
+mod stale_factor;
 
 use nalgebra::{DVector, Matrix3, Matrix6};
 
@@ -20,6 +22,7 @@ use sparse::SparseCholesky;
 
 pub(crate) use capacitance::CapacitanceSolver;
 pub(crate) use dense_lu::DenseLu;
+pub(crate) use stale_factor::StaleFactorCg;
 
 /// The factorization failed: `H` was not numerically positive definite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
