@@ -172,10 +172,50 @@ fn linear_algebra_switch() {
     }
 }
 
+/// Newton directions by CG on a stale factorization against a factorization every Newton
+/// iteration, on stirred piles of growing size (one cold solve each, retries off).
+fn cg_direction_switch() {
+    println!(
+        "\nNewton directions by CG on a stale factorization, stirred ball lattices \
+         (`scenes::stirred_sphere_pile`), cold, retries off:"
+    );
+    println!(
+        "{:<8} {:>6} | {:>6} {:>8} {:>11} | {:>6} {:>6} {:>8} {:>9}",
+        "problem", "bodies", "newton", "residual", "refactor ms", "newton", "by CG", "residual", "CG ms"
+    );
+    for n in [5, 6, 7, 8, 10] {
+        let problem = scenes::stirred_sphere_pile(n, 0.5, DT);
+        let run = |cg_direction_min_bodies| {
+            let mut solver = Solver::new(SolverSettings {
+                cg_direction_min_bodies,
+                retry_above: f64::INFINITY,
+                ..Default::default()
+            });
+            let start = Instant::now();
+            let report = solver.solve(&problem, &mut Solution::default());
+            (report, start.elapsed().as_secs_f64() * 1e3)
+        };
+        let ((refactor, refactor_ms), (cg, cg_ms)) = (run(usize::MAX), run(0));
+        println!(
+            "{:<8} {:>6} | {:>6} {:>8.1e} {:>11.0} | {:>6} {:>6} {:>8.1e} {:>9.0}",
+            format!("stirred{}", n * n * n),
+            problem.bodies.len(),
+            refactor.newton_iterations,
+            refactor.worst_residual(),
+            refactor_ms,
+            cg.newton_iterations,
+            cg.cg_directions,
+            cg.worst_residual(),
+            cg_ms,
+        );
+    }
+}
+
 fn bench(c: &mut Criterion) {
     summary(1e-8);
     summary(1e-6);
     linear_algebra_switch();
+    cg_direction_switch();
     let mut group = c.benchmark_group("solve");
     group
         .sample_size(10)
