@@ -155,8 +155,8 @@ impl NewtonSolver {
     /// Minimises the surrogate from `v`, in place, until `‖A⁻¹∇Φ‖∞` is within the design note's
     /// inner tolerance or `inner.tolerance` (m/s), whichever is larger. With
     /// `inner.cg_directions`, on an island of at least `SolverSettings::cg_direction_min_bodies`,
-    /// a Newton direction is first sought by CG preconditioned by the factorization held. Always ends on an
-    /// evaluation of the returned `v`, which [`Self::last_evaluation`] exposes.
+    /// a Newton direction is first sought by CG preconditioned by the factorization held. Always
+    /// ends on an evaluation of the returned `v`, which [`Self::last_evaluation`] exposes.
     pub fn minimize(
         &mut self,
         asm: &Assembled,

@@ -132,9 +132,9 @@ pub fn box_pyramid(layers: usize, mu: f64, dt: f64) -> StepProblem {
     }
 }
 
-/// An `n³` [`sphere_pile`] in the middle of an impact: each ball moves at up to 1, 2 and 1 m/s
-/// along x, y and z, in a fixed pattern that differs from ball to ball. The solve starts far from
-/// its answer, and contacts open, close, stick and slip as it goes.
+/// An `n³` [`sphere_pile`] in the middle of an impact: each ball's velocity gains up to 1, 2 and
+/// 1 m/s along x, y and z, in a fixed pattern that differs from ball to ball. The solve starts far
+/// from its answer, and contacts open, close, stick and slip as it goes.
 pub fn stirred_sphere_pile(n: usize, mu: f64, dt: f64) -> StepProblem {
     let mut problem = sphere_pile(n, n, n, mu, dt);
     for (i, body) in problem.bodies.iter_mut().enumerate() {
