@@ -129,6 +129,17 @@ pub struct SolverSettings {
     /// 37% less at 512, 4% less at 343 and 2–4% at 125 and 216, each with 3–15% more (cheaper)
     /// Newton iterations and the same residual. On the 125-ball pen's captured steps, with the
     /// bound lowered to reach them, it saved nothing (`docs/sphere-pen.md`).
+    ///
+    /// ```
+    /// use bevy_canal::solver::{scenes, Solution, Solver, SolverSettings};
+    ///
+    /// // 64 balls mid-impact, the bound lowered so that so small a pile takes CG directions.
+    /// let problem = scenes::stirred_sphere_pile(4, 0.5, 1.0 / 60.0);
+    /// let settings = SolverSettings { cg_direction_min_bodies: 0, ..Default::default() };
+    /// let report = Solver::new(settings).solve(&problem, &mut Solution::default());
+    /// assert!(report.converged && report.cg_directions > 0);
+    /// assert!(report.cg_directions <= report.newton_iterations);
+    /// ```
     pub cg_direction_min_bodies: usize,
     /// Most CG iterations per Newton direction before `H` is refactored
     /// ([`cg_direction_min_bodies`](Self::cg_direction_min_bodies)).
