@@ -194,13 +194,11 @@ impl NewtonSolver {
             }
             let first = *first_gradient.get_or_insert(gradient_norm);
             let forcing = settings.cg_direction_forcing.min(gradient_norm / first);
-            self.scratch.copy_from(&self.gradient);
-            self.scratch.neg_mut();
             if self.cg.solve(
                 &mut self.system,
                 asm,
                 &self.weights,
-                &self.scratch,
+                &self.gradient,
                 &mut self.direction,
                 forcing,
                 cg_iterations,
@@ -208,7 +206,8 @@ impl NewtonSolver {
                 counts.cg_directions += 1;
             } else {
                 self.system.factor(asm, &self.weights)?;
-                self.direction.copy_from(&self.scratch);
+                self.direction.copy_from(&self.gradient);
+                self.direction.neg_mut();
                 self.system.solve_in_place(&mut self.direction);
             }
             counts.newton += 1;

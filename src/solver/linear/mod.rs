@@ -35,6 +35,11 @@ trait LowerBlocks {
     fn add_block(&mut self, row: usize, col: usize, pair: Option<usize>, block: &Matrix6<f64>);
 }
 
+/// A contact whose weight is zero (open, its projection zero) adds nothing to `H`.
+fn adds_nothing(weight: &Matrix3<f64>) -> bool {
+    weight.iter().all(|x| *x == 0.0)
+}
+
 /// Adds `A` and every contact's `βᵢ Jᵢᵀ Dᵢ Jᵢ` to `h`; `weights[i]` is `βᵢ Dᵢ`.
 fn assemble_into(h: &mut impl LowerBlocks, asm: &Assembled, weights: &[Matrix3<f64>]) {
     for (i, body) in asm.bodies.iter().enumerate() {
@@ -44,7 +49,7 @@ fn assemble_into(h: &mut impl LowerBlocks, asm: &Assembled, weights: &[Matrix3<f
         h.add_block(i, i, None, &block);
     }
     for (contact, w) in asm.contacts.iter().zip(weights) {
-        if w.iter().all(|x| *x == 0.0) {
+        if adds_nothing(w) {
             continue;
         }
         let jac = contact.sides.map(|side| side.map(|s| s.matrix(&contact.frame)));

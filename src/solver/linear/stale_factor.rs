@@ -12,13 +12,13 @@
 use nalgebra::{DVector, Matrix3};
 
 use super::super::assembly::Assembled;
-use super::NewtonSystem;
+use super::{NewtonSystem, adds_nothing};
 
 /// `out = H x` for `H = A + Σᵢ Jᵢᵀ Wᵢ Jᵢ`, without assembling `H`.
 fn apply_h(asm: &Assembled, weights: &[Matrix3<f64>], x: &DVector<f64>, out: &mut DVector<f64>) {
     asm.apply_a(x, out);
     for (c, w) in weights.iter().enumerate() {
-        if w.iter().any(|e| *e != 0.0) {
+        if !adds_nothing(w) {
             asm.add_jacobian_transpose(c, &(w * asm.jacobian_times(c, x)), out);
         }
     }
@@ -51,8 +51,8 @@ impl StaleFactorCg {
         }
     }
 
-    /// Overwrites `out` with `d` such that `‖H d − rhs‖_{A⁻¹} ≤ forcing · ‖rhs‖_{A⁻¹}` for the
-    /// `H` of `weights`, in at most `max_iterations` CG iterations preconditioned by the
+    /// Overwrites `out` with a Newton direction `d` such that
+    /// `‖H d + gradient‖_{A⁻¹} ≤ forcing · ‖gradient‖_{A⁻¹}` for the `H` of `weights`, in at most `max_iterations` CG iterations preconditioned by the
     /// factorization `system` holds, and returns true; false when it holds none, holds the exact
     /// one (a direct solve is then cheaper), or CG missed the forcing (`out` is then garbage).
     ///
@@ -66,7 +66,7 @@ impl StaleFactorCg {
         system: &mut NewtonSystem,
         asm: &Assembled,
         weights: &[Matrix3<f64>],
-        rhs: &DVector<f64>,
+        gradient: &DVector<f64>,
         out: &mut DVector<f64>,
         forcing: f64,
         max_iterations: u32,
@@ -75,7 +75,8 @@ impl StaleFactorCg {
             return false;
         }
         out.fill(0.0);
-        self.residual.copy_from(rhs);
+        self.residual.copy_from(gradient);
+        self.residual.neg_mut();
         let target = mass_norm_squared(asm, &self.residual, &mut self.product) * forcing * forcing;
         self.preconditioned.copy_from(&self.residual);
         system.solve_in_place(&mut self.preconditioned);
@@ -136,6 +137,7 @@ mod tests {
             .collect();
         let n = asm.dofs();
         let rhs = DVector::from_fn(n, |i, _| ((i * 7) % 11) as f64 - 5.0);
+        let gradient = -&rhs;
         let mut system = NewtonSystem::default();
         system.prepare(&asm, 0);
         system.factor(&asm, &held).expect("H is positive definite");
@@ -143,7 +145,7 @@ mod tests {
         cg.resize(n);
         let mut direction = DVector::zeros(n);
         for forcing in [1e-1, 1e-3, 1e-6] {
-            assert!(cg.solve(&mut system, &asm, &current, &rhs, &mut direction, forcing, 30));
+            assert!(cg.solve(&mut system, &asm, &current, &gradient, &mut direction, forcing, 30));
             let mut residual = DVector::zeros(n);
             apply_h(&asm, &current, &direction, &mut residual);
             residual -= &rhs;
@@ -153,7 +155,7 @@ mod tests {
             assert!(ratio <= forcing, "{ratio} > {forcing}");
             assert!(ratio > 1e-3 * forcing, "{ratio}: converged far past the forcing");
         }
-        assert!(!cg.solve(&mut system, &asm, &current, &rhs, &mut direction, 1e-12, 1));
-        assert!(!cg.solve(&mut system, &asm, &held, &rhs, &mut direction, 1e-1, 100));
+        assert!(!cg.solve(&mut system, &asm, &current, &gradient, &mut direction, 1e-12, 1));
+        assert!(!cg.solve(&mut system, &asm, &held, &gradient, &mut direction, 1e-1, 100));
     }
 }
