@@ -162,13 +162,23 @@ impl NewtonSystem {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use nalgebra::{DVector, Matrix3};
 
     use super::super::assembly::Assembled;
     use super::super::scenes::sphere_pile;
     use super::super::settings::SolverSettings;
     use super::NewtonSystem;
+    use crate::solver::StepProblem;
+
+    /// `problem` assembled with its body pairs indexed, as a solve prepares it.
+    pub(in crate::solver::linear) fn assembled(problem: &StepProblem) -> Assembled {
+        let mut asm = Assembled::default();
+        asm.assemble(problem, &SolverSettings::default(), &mut DVector::zeros(0))
+            .expect("valid pile");
+        asm.index_pairs();
+        asm
+    }
 
     /// A factorization is reused only for the same weights on the problem last prepared: after
     /// `prepare` on another problem with the same contact count and weights, `H` is factored
@@ -181,14 +191,7 @@ mod tests {
             body.mass *= 7.0;
             body.inertia *= 7.0;
         }
-        let assemble = |problem| {
-            let mut asm = Assembled::default();
-            asm.assemble(problem, &SolverSettings::default(), &mut DVector::zeros(0))
-                .expect("valid pile");
-            asm.index_pairs();
-            asm
-        };
-        let (light, heavy) = (assemble(&light), assemble(&heavy));
+        let (light, heavy) = (assembled(&light), assembled(&heavy));
         let weights: Vec<Matrix3<f64>> = (0..light.contacts.len())
             .map(|c| Matrix3::from_diagonal_element(10.0 * (1 + c % 3) as f64))
             .collect();
@@ -221,12 +224,7 @@ mod tests {
     /// The multi-column solve the shift Newton step uses gives what one solve per column gives.
     #[test]
     fn solving_columns_together_matches_solving_them_one_by_one() {
-        let problem = sphere_pile(3, 3, 3, 0.5, 1.0 / 60.0);
-        let mut asm = Assembled::default();
-        let mut v = DVector::zeros(0);
-        asm.assemble(&problem, &SolverSettings::default(), &mut v)
-            .expect("valid pile");
-        asm.index_pairs();
+        let asm = assembled(&sphere_pile(3, 3, 3, 0.5, 1.0 / 60.0));
         let weights: Vec<Matrix3<f64>> = (0..asm.contacts.len())
             .map(|c| Matrix3::from_diagonal_element(10.0 * (1 + c % 3) as f64))
             .collect();

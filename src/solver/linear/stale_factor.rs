@@ -109,22 +109,16 @@ impl StaleFactorCg {
 mod tests {
     use nalgebra::{DVector, Matrix3};
 
-    use super::super::super::assembly::Assembled;
     use super::super::super::scenes::sphere_pile;
-    use super::super::super::settings::SolverSettings;
     use super::super::NewtonSystem;
+    use super::super::tests::assembled;
     use super::{StaleFactorCg, apply_h, mass_norm_squared};
 
     /// With `H` factored at other weights, the CG direction meets the forcing it reports, in the
     /// `A⁻¹` norm of its residual; with the exact factorization held it declines.
     #[test]
     fn a_stale_factorization_gives_a_direction_within_the_forcing() {
-        let problem = sphere_pile(4, 4, 4, 0.5, 1.0 / 60.0);
-        let mut asm = Assembled::default();
-        let mut v = DVector::zeros(0);
-        asm.assemble(&problem, &SolverSettings::default(), &mut v)
-            .expect("valid pile");
-        asm.index_pairs();
+        let asm = assembled(&sphere_pile(4, 4, 4, 0.5, 1.0 / 60.0));
         let held: Vec<Matrix3<f64>> = (0..asm.contacts.len())
             .map(|c| Matrix3::from_diagonal_element(1e3 * (1 + c % 3) as f64))
             .collect();
