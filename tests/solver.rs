@@ -1226,3 +1226,24 @@ fn cg_directions_on_a_stale_factorization_reach_the_same_answer() {
         "{warm:?}"
     );
 }
+
+/// The report counts the Newton steps on the shifts of sliding contacts: a stirred pile solved
+/// cold has dozens of sliding contacts and takes such a step at most of its outer iterations;
+/// the same pile without friction has no shift to solve for.
+#[test]
+fn shift_newton_steps_are_reported_where_contacts_slide() {
+    let (sliding, _, _) = solve(&scenes::stirred_sphere_pile(4, 0.5, DT), SolverSettings::default());
+    assert!(sliding.converged, "{sliding:?}");
+    assert!(
+        2 * sliding.shift_newton_steps > sliding.outer_iterations
+            && sliding.shift_newton_taken > 0
+            && sliding.shift_newton_taken <= sliding.shift_newton_steps,
+        "{sliding:?}"
+    );
+    let (frictionless, _, _) = solve(&scenes::stirred_sphere_pile(4, 0.0, DT), SolverSettings::default());
+    assert!(
+        frictionless.converged && frictionless.outer_iterations > 1,
+        "{frictionless:?}"
+    );
+    assert_eq!(frictionless.shift_newton_steps, 0, "{frictionless:?}");
+}

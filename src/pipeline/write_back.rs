@@ -122,6 +122,8 @@ pub(crate) fn write_back(
         summary.outer_iterations += report.outer_iterations;
         summary.newton_iterations += report.newton_iterations;
         summary.cg_directions += report.cg_directions;
+        summary.shift_newton_steps += report.shift_newton_steps;
+        summary.shift_newton_taken += report.shift_newton_taken;
         summary.polish_iterations += report.polish_iterations;
         summary.distribution_solves += report.distribution_solves;
         summary.smoothing_sweeps += report.smoothing_sweeps;

@@ -60,6 +60,12 @@ pub struct SolveReport {
     pub cg_directions: u32,
     /// Line-search evaluations, summed.
     pub line_search_iterations: u32,
+    /// Newton steps on the de Saxcé shifts of the sliding contacts whose system was solved
+    /// (design note §3.6; one solve with the Newton matrix per sliding contact, or a BiCGSTAB run
+    /// over them on large piles). Not counted in `newton_iterations`.
+    pub shift_newton_steps: u32,
+    /// Of those, the steps taken; the others crossed a regime change and were refused.
+    pub shift_newton_taken: u32,
     /// Semismooth Newton steps of the polish that follows a spent outer budget
     /// ([`SolverSettings::polish_iterations`](super::SolverSettings::polish_iterations)).
     pub polish_iterations: u32,

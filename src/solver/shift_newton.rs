@@ -57,8 +57,9 @@ pub(crate) struct ShiftNewton {
 }
 
 impl ShiftNewton {
-    /// Writes the Newton step's `(λ, δ)` into `lambda`, `shift`; false (and nothing written) when
-    /// no contact slides, `H` cannot be factored, or the step is not to be trusted.
+    /// Writes the Newton step's `(λ, δ)` into `lambda`, `shift` and returns `Some(true)`;
+    /// `Some(false)` (nothing written) when `H` cannot be factored, the system cannot be solved or
+    /// the step is not to be trusted, and `None` when no contact slides (nothing was solved).
     pub fn step(
         &mut self,
         asm: &Assembled,
@@ -66,7 +67,7 @@ impl ShiftNewton {
         it: &ShiftIterate,
         lambda: &mut [Vector3<f64>],
         shift: &mut [f64],
-    ) -> bool {
+    ) -> Option<bool> {
         self.sliding.clear();
         let arguments = newton.last_arguments();
         let min_update = 0.1 * it.tolerance;
@@ -83,7 +84,7 @@ impl ShiftNewton {
         }
         let k = self.sliding.len();
         if k == 0 {
-            return false;
+            return None;
         }
         let dofs = asm.dofs();
         self.moved = std::mem::take(&mut self.moved).resize_vertically(dofs, 0.0);
@@ -96,10 +97,10 @@ impl ShiftNewton {
         }
         let krylov = k >= it.krylov_min_sliding && self.krylov_solve(asm, newton, it);
         if !krylov && !self.direct_solve(asm, newton, it) {
-            return false;
+            return Some(false);
         }
         if self.step.iter().any(|d| d.abs() > MAX_STEP_RATIO * plain) {
-            return false;
+            return Some(false);
         }
         shift.copy_from_slice(it.shift_next);
         for (a, &i) in self.sliding.iter().enumerate() {
@@ -116,7 +117,7 @@ impl ShiftNewton {
             }
             lambda[c] = it.cones[c].project(&(it.lambda_next[c] - weights[c] * change));
         }
-        true
+        Some(true)
     }
 
     /// The step's system solved by BiCGSTAB without forming it (`linear::capacitance`): overwrites

@@ -309,9 +309,16 @@ impl Solver {
             // While the iterates improve, a Newton step on the shifts of the sliding contacts;
             // otherwise Anderson mixing or the damped fallback. (Newton at every iteration solved
             // random seeds 187 and 246 but lost 15 others, cycling across regime changes.)
-            if since_best == 0 && !fallback && self.shift_newton_step() {
-                self.anderson.reset();
-                continue;
+            if since_best == 0
+                && !fallback
+                && let Some(taken) = self.shift_newton_step()
+            {
+                report.shift_newton_steps += 1;
+                if taken {
+                    report.shift_newton_taken += 1;
+                    self.anderson.reset();
+                    continue;
+                }
             }
             self.next_outer_input(fallback);
         }
@@ -359,8 +366,9 @@ impl Solver {
         }
     }
 
-    /// Replaces `(λ, δ)` by a Newton step on the shift fixed point; false when none was taken.
-    fn shift_newton_step(&mut self) -> bool {
+    /// Replaces `(λ, δ)` by a Newton step on the shift fixed point if it is taken; whether it was,
+    /// or `None` when no contact slides and nothing was solved.
+    fn shift_newton_step(&mut self) -> Option<bool> {
         let iterate = ShiftIterate {
             cones: &self.cones,
             velocity: &self.velocity,
@@ -377,7 +385,7 @@ impl Solver {
             &mut self.lambda,
             &mut self.shift_proposal,
         );
-        if taken {
+        if taken == Some(true) {
             std::mem::swap(&mut self.shift, &mut self.shift_proposal);
         }
         taken
