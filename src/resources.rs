@@ -92,8 +92,8 @@ pub struct SolverStats {
     /// Of those, the Newton directions found by conjugate gradients preconditioned by an earlier
     /// factorization, on islands of at least `SolverSettings::cg_direction_min_bodies` bodies.
     pub cg_directions: u32,
-    /// Newton steps on the shifts of sliding contacts whose system was solved, summed over
-    /// islands (`SolveReport::shift_newton_steps`).
+    /// Newton steps on the shifts of sliding contacts attempted, summed over islands
+    /// (`SolveReport::shift_newton_steps`).
     pub shift_newton_steps: u32,
     /// Of those, the steps taken, summed over islands.
     pub shift_newton_taken: u32,

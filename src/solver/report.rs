@@ -60,11 +60,12 @@ pub struct SolveReport {
     pub cg_directions: u32,
     /// Line-search evaluations, summed.
     pub line_search_iterations: u32,
-    /// Newton steps on the de Saxcé shifts of the sliding contacts whose system was solved
-    /// (design note §3.6; one solve with the Newton matrix per sliding contact, or a BiCGSTAB run
-    /// over them on large piles). Not counted in `newton_iterations`.
+    /// Newton steps on the de Saxcé shifts of the sliding contacts attempted: their system was
+    /// solved, or its solve failed (design note §3.6; one solve with the Newton matrix per sliding
+    /// contact, or a BiCGSTAB run over them on large piles). Not counted in `newton_iterations`.
     pub shift_newton_steps: u32,
-    /// Of those, the steps taken; the others crossed a regime change and were refused.
+    /// Of those, the steps taken. The others were refused: the step crossed a regime change (a
+    /// contact opening or starting to stick), or its system could not be solved.
     pub shift_newton_taken: u32,
     /// Semismooth Newton steps of the polish that follows a spent outer budget
     /// ([`SolverSettings::polish_iterations`](super::SolverSettings::polish_iterations)).
