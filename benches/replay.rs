@@ -10,9 +10,10 @@
 //!
 //! `cargo bench --bench replay -- nomatch` prints, per scene and setting: the captured steps and
 //! islands, Newton and polish iterations summed and per step (median, 90th percentile, largest),
-//! the islands that did not converge, the worst residual and the solve time per step; then the
-//! five costliest steps; then, for the defaults, where the solves that converged in their first
-//! run spent their Newton iterations, by the residual each outer iteration started from.
+//! the shift Newton steps attempted and taken, the islands that did not converge, the worst
+//! residual and the solve time per step; then the five costliest steps; then, for the defaults,
+//! where the solves that converged in their first run spent their Newton iterations, by the
+//! residual each outer iteration started from.
 //! Criterion then times the replay of each scene's first ten measured steps. `SCENES=pen` keeps
 //! only the scenes whose names contain one of the comma-separated words.
 
@@ -97,10 +98,13 @@ fn summary(label: &str, scene: &Scene, problems: &[CapturedIsland], reports: &[S
     let mut time = vec![Duration::ZERO; steps];
     let mut failed = 0;
     let mut worst = 0.0_f64;
+    let (mut shift_steps, mut shift_taken) = (0_u32, 0_u32);
     for (c, r) in problems.iter().zip(reports) {
         let k = c.step;
         newton[k] += r.newton_iterations;
         polish[k] += r.polish_iterations;
+        shift_steps += r.shift_newton_steps;
+        shift_taken += r.shift_newton_taken;
         time[k] += r.time;
         failed += usize::from(!r.converged);
         worst = worst.max(r.worst_residual());
@@ -125,13 +129,14 @@ fn summary(label: &str, scene: &Scene, problems: &[CapturedIsland], reports: &[S
     };
     let mut solves: Vec<u32> = newton.iter().zip(&polish).map(|(n, p)| n + p).collect();
     println!(
-        "{:<16} {:<13} {:>9} {:>7} | {:>8} {:>7} | {:>6} {:>6} {:>6} | {:>6} {:>9} | {:>9}",
+        "{:<16} {:<13} {:>9} {:>7} | {:>8} {:>7} {:>11} | {:>6} {:>6} {:>6} | {:>6} {:>9} | {:>9}",
         scene.name,
         label,
         format!("{}..{}", scene.settle, scene.settle + steps),
         problems.len(),
         newton.iter().sum::<u32>(),
         polish.iter().sum::<u32>(),
+        format!("{shift_steps}/{shift_taken}"),
         quantile(&mut solves, 0.5),
         quantile(&mut solves, 0.9),
         quantile(&mut solves, 1.0),
@@ -186,16 +191,18 @@ fn iteration_profile(scene: &Scene, problems: &[CapturedIsland]) {
 fn bench(c: &mut Criterion) {
     println!(
         "\nThe solver alone, default settings and on the pen variants, on the island problems the plugin captured in each \
-         scene's measured steps; Newton and polish iterations are linear solves"
+         scene's measured steps; Newton and polish iterations are linear solves; shift/taken counts the \
+         Newton steps on the sliding contacts' shifts attempted and taken"
     );
     println!(
-        "{:<16} {:<13} {:>9} {:>7} | {:>8} {:>7} | {:>6} {:>6} {:>6} | {:>6} {:>9} | {:>9}",
+        "{:<16} {:<13} {:>9} {:>7} | {:>8} {:>7} {:>11} | {:>6} {:>6} {:>6} | {:>6} {:>9} | {:>9}",
         "scene",
         "settings",
         "steps",
         "islands",
         "Newton",
         "polish",
+        "shift/taken",
         "median",
         "p90",
         "max",
