@@ -180,6 +180,18 @@ pub(super) mod tests {
         asm
     }
 
+    /// Diagonal contact weights `scale`, `2 scale` or `3 scale`, in turn from contact to contact.
+    pub(in crate::solver::linear) fn diagonal_weights(asm: &Assembled, scale: f64) -> Vec<Matrix3<f64>> {
+        (0..asm.contacts.len())
+            .map(|c| Matrix3::from_diagonal_element(scale * (1 + c % 3) as f64))
+            .collect()
+    }
+
+    /// A right-hand side of integers in [−5, 5]; another `pattern` gives another vector.
+    pub(in crate::solver::linear) fn patterned(n: usize, pattern: usize) -> DVector<f64> {
+        DVector::from_fn(n, |i, _| ((i * 7 + pattern * 13) % 11) as f64 - 5.0)
+    }
+
     /// A factorization is reused only for the same weights on the problem last prepared: after
     /// `prepare` on another problem with the same contact count and weights, `H` is factored
     /// anew (a stale one would solve the previous step's system).
@@ -192,10 +204,8 @@ pub(super) mod tests {
             body.inertia *= 7.0;
         }
         let (light, heavy) = (assembled(&light), assembled(&heavy));
-        let weights: Vec<Matrix3<f64>> = (0..light.contacts.len())
-            .map(|c| Matrix3::from_diagonal_element(10.0 * (1 + c % 3) as f64))
-            .collect();
-        let rhs = DVector::from_fn(light.dofs(), |i, _| ((i * 7) % 11) as f64 - 5.0);
+        let weights = diagonal_weights(&light, 10.0);
+        let rhs = patterned(light.dofs(), 0);
         let solved = |system: &mut NewtonSystem| {
             let mut x = rhs.clone();
             system.solve_in_place(&mut x);
@@ -225,17 +235,13 @@ pub(super) mod tests {
     #[test]
     fn solving_columns_together_matches_solving_them_one_by_one() {
         let asm = assembled(&sphere_pile(3, 3, 3, 0.5, 1.0 / 60.0));
-        let weights: Vec<Matrix3<f64>> = (0..asm.contacts.len())
-            .map(|c| Matrix3::from_diagonal_element(10.0 * (1 + c % 3) as f64))
-            .collect();
+        let weights = diagonal_weights(&asm, 10.0);
         for dense_max_bodies in [0, 100] {
             let mut system = NewtonSystem::default();
             system.prepare(&asm, dense_max_bodies);
             system.factor(&asm, &weights).expect("H is positive definite");
             let n = asm.dofs();
-            let mut columns: Vec<DVector<f64>> = (0..5)
-                .map(|k| DVector::from_fn(n, |i, _| ((i * 7 + k * 13) % 11) as f64 - 5.0))
-                .collect();
+            let mut columns: Vec<DVector<f64>> = (0..5).map(|k| patterned(n, k)).collect();
             let mut one_by_one = columns.clone();
             for column in &mut one_by_one {
                 system.solve_in_place(column);

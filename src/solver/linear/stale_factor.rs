@@ -111,7 +111,7 @@ mod tests {
 
     use super::super::super::scenes::sphere_pile;
     use super::super::NewtonSystem;
-    use super::super::tests::assembled;
+    use super::super::tests::{assembled, diagonal_weights, patterned};
     use super::{StaleFactorCg, apply_h, mass_norm_squared};
 
     /// With `H` factored at other weights, the CG direction meets the forcing it reports, in the
@@ -119,9 +119,7 @@ mod tests {
     #[test]
     fn a_stale_factorization_gives_a_direction_within_the_forcing() {
         let asm = assembled(&sphere_pile(4, 4, 4, 0.5, 1.0 / 60.0));
-        let held: Vec<Matrix3<f64>> = (0..asm.contacts.len())
-            .map(|c| Matrix3::from_diagonal_element(1e3 * (1 + c % 3) as f64))
-            .collect();
+        let held = diagonal_weights(&asm, 1e3);
         // Two contacts separated, the rest loaded 20% more: a rank-six change and a scaling, which
         // CG on the stale factorization resolves in about a dozen iterations.
         let current: Vec<Matrix3<f64>> = held
@@ -130,7 +128,7 @@ mod tests {
             .map(|(c, w)| if c == 3 || c == 50 { Matrix3::zeros() } else { w * 1.2 })
             .collect();
         let n = asm.dofs();
-        let rhs = DVector::from_fn(n, |i, _| ((i * 7) % 11) as f64 - 5.0);
+        let rhs = patterned(n, 0);
         let gradient = -&rhs;
         let mut system = NewtonSystem::default();
         system.prepare(&asm, 0);
