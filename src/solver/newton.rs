@@ -74,7 +74,6 @@ impl NewtonSolver {
         }
         self.jd.resize(contacts, Vector3::zeros());
         self.weights.resize(contacts, Matrix3::zeros());
-        self.cg.resize(dofs);
     }
 
     /// Gradient `A v − b − Σ Jᵢᵀ Π(xᵢ)` and Hessian weights `βᵢ ∂Π(xᵢ)` at `v`; returns the largest

@@ -40,7 +40,12 @@ pub(crate) struct StaleFactorCg {
 }
 
 impl StaleFactorCg {
-    pub fn resize(&mut self, dofs: usize) {
+    /// Sizes the buffers for `dofs` unknowns. Here rather than with the Newton solver's buffers:
+    /// only islands that take CG directions need them.
+    fn resize(&mut self, dofs: usize) {
+        if self.residual.len() == dofs {
+            return;
+        }
         for buffer in [
             &mut self.residual,
             &mut self.preconditioned,
@@ -74,6 +79,7 @@ impl StaleFactorCg {
         if max_iterations == 0 || system.factored_weights().is_none_or(|held| held == weights) {
             return false;
         }
+        self.resize(gradient.len());
         out.fill(0.0);
         self.residual.copy_from(gradient);
         self.residual.neg_mut();
@@ -134,7 +140,6 @@ mod tests {
         system.prepare(&asm, 0);
         system.factor(&asm, &held).expect("H is positive definite");
         let mut cg = StaleFactorCg::default();
-        cg.resize(n);
         let mut direction = DVector::zeros(n);
         for forcing in [1e-1, 1e-3, 1e-6] {
             assert!(cg.solve(&mut system, &asm, &current, &gradient, &mut direction, forcing, 30));
