@@ -220,7 +220,9 @@ pub struct SolverSettings {
     /// solves, `k²` products, a dense LU), on islands of at least
     /// [`krylov_min_bodies`](Self::krylov_min_bodies). Timed on the same iterates, the two cost
     /// the same near 90–100 sliding contacts on pens of 512 and 1000 balls; at 500–550 the Krylov
-    /// path took 27 ms against 107 (scratch harnesses, 5 December 2026).
+    /// path took 27 ms against 107 (scratch harnesses, 5 December 2026). Where BiCGSTAB does not
+    /// converge, the polish solves its system densely after all; the shift Newton step, after 100
+    /// iterations, is refused instead (its system is then nearly singular).
     pub krylov_min_sliding: usize,
     /// Dynamic bodies an island needs for [`krylov_min_sliding`](Self::krylov_min_sliding) to
     /// apply. On the 125-ball pen the dense path was the faster at every count of sliding
