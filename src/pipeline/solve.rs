@@ -101,6 +101,9 @@ fn impact_velocity(
         } else {
             return None;
         }
+    } else if impacts.is_empty() {
+        // A resting scene remembers no strikes: no lookup for each of its contacts.
+        return None;
     } else {
         Some(*impacts.get(&contact.id)?)
     };

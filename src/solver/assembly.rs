@@ -222,13 +222,15 @@ impl Assembled {
         self.pairs.clear();
         for (ci, contact) in problem.contacts.iter().enumerate() {
             let (n, t1, t2) = contact.frame();
+            // Tangents built from a unit normal are orthonormal to it: only given ones are checked.
             let frame_ok = n.is_finite()
-                && t1.is_finite()
-                && t2.is_finite()
                 && (n.length() - 1.0).abs() < 1e-6
-                && n.dot(t1).abs() < 1e-6
-                && n.dot(t2).abs() < 1e-6
-                && t1.dot(t2).abs() < 1e-6;
+                && (contact.tangents.is_none()
+                    || (t1.is_finite()
+                        && t2.is_finite()
+                        && n.dot(t1).abs() < 1e-6
+                        && n.dot(t2).abs() < 1e-6
+                        && t1.dot(t2).abs() < 1e-6));
             let scalars_ok = contact.point.is_finite()
                 && contact.gap.is_finite()
                 && contact.friction.is_finite()
@@ -267,20 +269,25 @@ impl Assembled {
                 return Err(InvalidInput::Contact(ci));
             }
             let inv_mass = self.first_row_inverse_mass(&sides, &frame);
-            let mut approach = fixed_velocity.x;
-            for side in sides.iter().flatten() {
-                let b = velocity.fixed_rows::<6>(6 * side.body);
-                approach += side.row_times(n, DVec3::new(b[0], b[1], b[2]), DVec3::new(b[3], b[4], b[5]));
-            }
             if inv_mass == 0.0 {
                 // Both sides fixed: the contact constrains nothing this solver moves.
                 continue;
             }
             let gap = contact.gap;
             let mut e_n = settings.gap_bias(gap, dt);
-            let approach = contact.impact_velocity.or((gap <= 0.0).then_some(approach));
-            if let Some(approach) = approach {
-                e_n += contact.restitution * approach.min(0.0);
+            // Only a bouncing contact needs the speed it closes at.
+            if contact.restitution > 0.0 {
+                let approach = contact.impact_velocity.or_else(|| {
+                    (gap <= 0.0).then(|| {
+                        sides.iter().flatten().fold(fixed_velocity.x, |approach, side| {
+                            let b = velocity.fixed_rows::<6>(6 * side.body);
+                            approach + side.row_times(n, DVec3::new(b[0], b[1], b[2]), DVec3::new(b[3], b[4], b[5]))
+                        })
+                    })
+                });
+                if let Some(approach) = approach {
+                    e_n += contact.restitution * approach.min(0.0);
+                }
             }
             self.push_block(AssembledContact {
                 sides,
