@@ -186,8 +186,15 @@ impl Polish {
         // The rank-one terms: `−pₖ`'s block (column 0 of `mₖ Cₖ⁻¹ Gₖ`), and `uₖ`.
         let (weights, shift_row) = (&self.weights, &self.shift_row);
         let term = |c: usize| (-Vector3::from(weights[c].column(0)), shift_row[c]);
-        self.krylov
-            .solve(asm, system, &self.active, term, &mut self.coefficients, &mut self.moved)
+        self.krylov.solve(
+            asm,
+            system,
+            &self.active,
+            term,
+            &mut self.coefficients,
+            &mut self.moved,
+            None,
+        )
     }
 
     /// Solves the damped step into `trial` (`λ + Δλ`); false if a factorization fails or the step

@@ -151,9 +151,15 @@ impl ShiftNewton {
                 Vector3::new(0.0, w.y, w.z) * (mu / cone::tangent_norm(&w)),
             )
         };
-        self.capacitance.iteration_cap = Some(MAX_KRYLOV_ITERATIONS);
-        self.capacitance
-            .solve(asm, system, &self.sliding, term, &mut self.step, &mut self.moved)
+        self.capacitance.solve(
+            asm,
+            system,
+            &self.sliding,
+            term,
+            &mut self.step,
+            &mut self.moved,
+            Some(MAX_KRYLOV_ITERATIONS),
+        )
     }
 
     /// The step's system solved through the columns `∂v/∂δ_b` and a dense LU: overwrites `step`

@@ -112,15 +112,14 @@ pub(crate) struct CapacitanceSolver {
     solution: Vec<f64>,
     /// BiCGSTAB's scratch, and the count of terms it was sized for.
     stack: Option<(usize, MemBuffer)>,
-    /// BiCGSTAB's iteration budget, if less than `k`.
-    pub iteration_cap: Option<usize>,
 }
 
 impl CapacitanceSolver {
     /// Overwrites `rhs` with the solution `x` of `(I − G J_Q H⁻¹ N) x = rhs` over the blocks
     /// `contacts`, whose `(n, g)` `term` gives, with `H` the factorization `system` holds, and
     /// `moved` with `H⁻¹ N x`. False, leaving `rhs` as it was, if BiCGSTAB does not converge
-    /// within `k` iterations, or `iteration_cap`.
+    /// within `k` iterations, or `iteration_cap` where that is fewer.
+    #[allow(clippy::too_many_arguments)]
     pub fn solve(
         &mut self,
         asm: &Assembled,
@@ -129,6 +128,7 @@ impl CapacitanceSolver {
         term: impl Fn(usize) -> (Vector3<f64>, Vector3<f64>),
         rhs: &mut [f64],
         moved: &mut DVector<f64>,
+        iteration_cap: Option<usize>,
     ) -> bool {
         let k = contacts.len();
         self.normals.clear();
@@ -164,7 +164,7 @@ impl CapacitanceSolver {
             initial_guess: InitialGuessStatus::MaybeNonZero,
             abs_tolerance: 0.0,
             rel_tolerance: TOLERANCE,
-            max_iters: self.iteration_cap.map_or(k, |cap| cap.min(k)),
+            max_iters: iteration_cap.map_or(k, |cap| cap.min(k)),
             ..Default::default()
         };
         let solved = bicgstab(
