@@ -97,8 +97,8 @@ pub struct SolverStats {
     pub shift_newton_steps: u32,
     /// Of those, the steps taken, summed over islands.
     pub shift_newton_taken: u32,
-    /// Projected Gauss–Seidel sweeps given to near-miss warm starts, summed over islands (see
-    /// `SolverSettings::smoothing_sweeps`).
+    /// Projected Gauss–Seidel sweeps run on near-miss warm starts, summed over islands (see
+    /// `SolverSettings::smoothing_sweeps` and `smoothing_budget`).
     pub smoothing_sweeps: u32,
     /// Nonsmooth Gauss–Seidel sweeps run before the outer loop by solves far from their answer,
     /// summed over islands (see `SolverSettings::gauss_seidel_sweeps`).

@@ -70,8 +70,9 @@ pub struct SolveReport {
     /// Semismooth Newton steps of the polish that follows a spent outer budget
     /// ([`SolverSettings::polish_iterations`](super::SolverSettings::polish_iterations)).
     pub polish_iterations: u32,
-    /// Projected Gauss–Seidel sweeps given to the warm start
-    /// ([`SolverSettings::smoothing_sweeps`](super::SolverSettings::smoothing_sweeps)).
+    /// Projected Gauss–Seidel sweeps run on the warm start
+    /// ([`SolverSettings::smoothing_sweeps`](super::SolverSettings::smoothing_sweeps), up to
+    /// [`SolverSettings::smoothing_budget`](super::SolverSettings::smoothing_budget)).
     pub smoothing_sweeps: u32,
     /// Nonsmooth Gauss–Seidel sweeps run before the outer loop
     /// ([`SolverSettings::gauss_seidel_sweeps`](super::SolverSettings::gauss_seidel_sweeps)).

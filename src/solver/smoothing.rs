@@ -25,12 +25,16 @@ pub(crate) struct Smoother {
 }
 
 impl Smoother {
-    /// Runs `sweeps` projected Gauss–Seidel sweeps `λ_c ← P_c(λ_c − ρ_c (w_c + δ(w_c)))`, updating
-    /// the block impulses `lambda` and the body velocities `v` (kept equal to `A⁻¹(b + Jᵀλ)` up to
-    /// round-off) after each block.
-    pub fn run(&mut self, asm: &Assembled, lambda: &mut [Vector3<f64>], v: &mut DVector<f64>, sweeps: u32) {
+    /// Sets the step sizes for `asm`'s blocks.
+    pub fn prepare(&mut self, asm: &Assembled) {
         self.step.clear();
         self.step.extend((0..asm.contacts.len()).map(|c| trace_step(asm, c)));
+    }
+
+    /// Runs `sweeps` projected Gauss–Seidel sweeps `λ_c ← P_c(λ_c − ρ_c (w_c + δ(w_c)))` with the
+    /// step sizes [`Self::prepare`] set, updating the block impulses `lambda` and the body
+    /// velocities `v` (kept equal to `A⁻¹(b + Jᵀλ)` up to round-off) after each block.
+    pub fn sweep(&self, asm: &Assembled, lambda: &mut [Vector3<f64>], v: &mut DVector<f64>, sweeps: u32) {
         sweep_blocks(asm, lambda, v, sweeps, |c, contact, w, old| {
             natural_map_step(&contact.cone, w, old, self.step[c])
         });

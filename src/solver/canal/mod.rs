@@ -297,12 +297,12 @@ impl Solver {
             report.held_steps = corrected.1;
             return self.finish(report, corrected.0, None);
         }
-        if near_miss && settings.smoothing_sweeps > 0 {
-            report.smoothing_sweeps = settings.smoothing_sweeps;
-            if let Some(smoothed) = self.smooth_warm_start(settings.smoothing_sweeps, accept) {
-                report.warm_start_accepted = true;
-                return self.finish(report, smoothed, None);
-            }
+        if near_miss
+            && settings.smoothing_sweeps > 0
+            && let Some(smoothed) = self.smooth_warm_start(settings, initial, accept, &mut report)
+        {
+            report.warm_start_accepted = true;
+            return self.finish(report, smoothed, None);
         }
 
         // At or below the acceptance level a resting scene must end below it (the headroom) to

@@ -16,18 +16,51 @@ use crate::solver::settings::SolverSettings;
 /// impulses, then the residuals) costs about as much as a sweep.
 const SWEEPS_PER_CHECK: u32 = 5;
 
+/// Smoothing sweeps between two checks once the first `smoothing_sweeps` have missed.
+const SMOOTHING_SWEEPS_PER_CHECK: u32 = 10;
+
 impl Solver {
-    /// Smooths the warm start `(λ, v)` in scratch buffers and, if the smoothed pair (with `v`
-    /// recomputed from the impulses, so it satisfies the dynamics exactly) is within `accept`,
-    /// keeps it as the answer and returns its residuals.
+    /// Smooths the warm start `(λ, v)`, whose residuals are `initial`, in scratch buffers and,
+    /// if the smoothed pair (with `v` recomputed from the impulses, so it satisfies the dynamics
+    /// exactly) is within `accept`, keeps it as the answer and returns its residuals; `report`
+    /// counts the sweeps. The first `smoothing_sweeps` stop at `accept`, as they always have on
+    /// a resting pyramid; if they miss it, the sweeps go on up to `smoothing_budget`, and stop
+    /// early only at the headroom target: a settled pile smoothed just inside `accept` starts
+    /// the next step just outside it again.
     /// Otherwise the outer loop starts from the warm start as given: a smoothed iterate moves
     /// load between a body's redundant contacts, and a loose solve continued from there let a
     /// ten-box stack at 1e-4 m/s tilt until corners dug in 6 mm.
-    pub(super) fn smooth_warm_start(&mut self, sweeps: u32, accept: f64) -> Option<ContactResiduals> {
+    pub(super) fn smooth_warm_start(
+        &mut self,
+        settings: &SolverSettings,
+        initial: ContactResiduals,
+        accept: f64,
+        report: &mut SolveReport,
+    ) -> Option<ContactResiduals> {
+        let first = settings.smoothing_sweeps;
+        let budget = settings.smoothing_budget.max(first);
+        self.smoother.prepare(&self.asm);
         self.begin_trial();
-        self.smoother
-            .run(&self.asm, &mut self.lambda_next, &mut self.scratch2, sweeps);
-        let smoothed = self.trial_residuals();
+        let mut smoothed = initial;
+        while report.smoothing_sweeps < budget {
+            let sweeps = if report.smoothing_sweeps == 0 {
+                first
+            } else {
+                SMOOTHING_SWEEPS_PER_CHECK.min(budget - report.smoothing_sweeps)
+            };
+            self.smoother
+                .sweep(&self.asm, &mut self.lambda_next, &mut self.scratch2, sweeps);
+            report.smoothing_sweeps += sweeps;
+            smoothed = self.trial_residuals();
+            let goal = if report.smoothing_sweeps == first {
+                accept
+            } else {
+                settings.headroom_target()
+            };
+            if smoothed.within(goal) {
+                break;
+            }
+        }
         if !smoothed.within(accept) {
             return None;
         }
@@ -62,11 +95,10 @@ impl Solver {
             if swept.within(target) {
                 break;
             }
-            // Sweeps still needed at the last check's rate; NaN and a rate of 1 or more give up.
-            let rate = swept.worst() / last;
-            let needed = f64::from(sweeps) * (target / swept.worst()).ln() / rate.ln();
-            let within_budget = rate < 1.0 && f64::from(report.gauss_seidel_sweeps) + needed <= f64::from(budget);
-            if report.gauss_seidel_sweeps >= 2 * SWEEPS_PER_CHECK && !within_budget {
+            let left = budget - report.gauss_seidel_sweeps;
+            if report.gauss_seidel_sweeps >= 2 * SWEEPS_PER_CHECK
+                && !within_budget(swept.worst() / last, sweeps, swept.worst(), target, left)
+            {
                 break;
             }
         }
@@ -136,4 +168,11 @@ impl Solver {
         self.held = self.guess_holding(problem, target);
         Some((corrected, steps))
     }
+}
+
+/// Whether sweeps that took the residual down by `rate` over their last `sweeps` reach `target`
+/// from `residual` within `left` more at that rate; NaN and a rate of 1 or more say no.
+fn within_budget(rate: f64, sweeps: u32, residual: f64, target: f64, left: u32) -> bool {
+    let needed = f64::from(sweeps) * (target / residual).ln() / rate.ln();
+    rate < 1.0 && needed <= f64::from(left)
 }
