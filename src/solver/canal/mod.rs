@@ -299,7 +299,7 @@ impl Solver {
         }
         if near_miss
             && settings.smoothing_sweeps > 0
-            && let Some(smoothed) = self.smooth_warm_start(settings, initial, accept, &mut report)
+            && let Some(smoothed) = self.smooth_warm_start(settings, accept, &mut report)
         {
             report.warm_start_accepted = true;
             return self.finish(report, smoothed, None);

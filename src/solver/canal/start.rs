@@ -20,20 +20,19 @@ const SWEEPS_PER_CHECK: u32 = 5;
 const SMOOTHING_SWEEPS_PER_CHECK: u32 = 10;
 
 impl Solver {
-    /// Smooths the warm start `(λ, v)`, whose residuals are `initial`, in scratch buffers and,
-    /// if the smoothed pair (with `v` recomputed from the impulses, so it satisfies the dynamics
-    /// exactly) is within `accept`, keeps it as the answer and returns its residuals; `report`
-    /// counts the sweeps. The first `smoothing_sweeps` stop at `accept`, as they always have on
-    /// a resting pyramid; if they miss it, the sweeps go on up to `smoothing_budget`, and stop
-    /// early only at the headroom target: a settled pile smoothed just inside `accept` starts
-    /// the next step just outside it again.
+    /// Smooths the warm start `(λ, v)` in scratch buffers and, if the smoothed pair (with `v`
+    /// recomputed from the impulses, so it satisfies the dynamics exactly) is within `accept`,
+    /// keeps it as the answer and returns its residuals; `report` counts the sweeps. The first
+    /// `smoothing_sweeps` stop at `accept`, as they always have on a resting pyramid; if they
+    /// miss it, the sweeps go on up to `smoothing_budget`, and stop early only at the headroom
+    /// target: a settled pile smoothed just inside `accept` starts the next step just outside it
+    /// again.
     /// Otherwise the outer loop starts from the warm start as given: a smoothed iterate moves
     /// load between a body's redundant contacts, and a loose solve continued from there let a
     /// ten-box stack at 1e-4 m/s tilt until corners dug in 6 mm.
     pub(super) fn smooth_warm_start(
         &mut self,
         settings: &SolverSettings,
-        initial: ContactResiduals,
         accept: f64,
         report: &mut SolveReport,
     ) -> Option<ContactResiduals> {
@@ -41,8 +40,7 @@ impl Solver {
         let budget = settings.smoothing_budget.max(first);
         self.smoother.prepare(&self.asm);
         self.begin_trial();
-        let mut smoothed = initial;
-        while report.smoothing_sweeps < budget {
+        let smoothed = loop {
             let sweeps = if report.smoothing_sweeps == 0 {
                 first
             } else {
@@ -51,16 +49,16 @@ impl Solver {
             self.smoother
                 .sweep(&self.asm, &mut self.lambda_next, &mut self.scratch2, sweeps);
             report.smoothing_sweeps += sweeps;
-            smoothed = self.trial_residuals();
+            let smoothed = self.trial_residuals();
             let goal = if report.smoothing_sweeps == first {
                 accept
             } else {
                 settings.headroom_target()
             };
-            if smoothed.within(goal) {
-                break;
+            if smoothed.within(goal) || report.smoothing_sweeps >= budget {
+                break smoothed;
             }
-        }
+        };
         if !smoothed.within(accept) {
             return None;
         }
