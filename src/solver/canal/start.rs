@@ -93,10 +93,11 @@ impl Solver {
             if swept.within(target) {
                 break;
             }
-            let left = budget - report.gauss_seidel_sweeps;
-            if report.gauss_seidel_sweeps >= 2 * SWEEPS_PER_CHECK
-                && !within_budget(swept.worst() / last, sweeps, swept.worst(), target, left)
-            {
+            // Sweeps still needed at the last check's rate; NaN and a rate of 1 or more give up.
+            let rate = swept.worst() / last;
+            let needed = f64::from(sweeps) * (target / swept.worst()).ln() / rate.ln();
+            let within_budget = rate < 1.0 && f64::from(report.gauss_seidel_sweeps) + needed <= f64::from(budget);
+            if report.gauss_seidel_sweeps >= 2 * SWEEPS_PER_CHECK && !within_budget {
                 break;
             }
         }
@@ -166,11 +167,4 @@ impl Solver {
         self.held = self.guess_holding(problem, target);
         Some((corrected, steps))
     }
-}
-
-/// Whether sweeps that took the residual down by `rate` over their last `sweeps` reach `target`
-/// from `residual` within `left` more at that rate; NaN and a rate of 1 or more say no.
-fn within_budget(rate: f64, sweeps: u32, residual: f64, target: f64, left: u32) -> bool {
-    let needed = f64::from(sweeps) * (target / residual).ln() / rate.ln();
-    rate < 1.0 && needed <= f64::from(left)
 }
