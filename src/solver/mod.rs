@@ -5,7 +5,7 @@
 //! a [`SolveReport`] how well it did. The method, step by step, is in the crate's design note
 //! (`canal-solver.md`): the data flows
 //!
-//! [`problem`] → `assembly` (A, b, J, e) → `canal` (`held_step`, a near-miss warm start corrected through an earlier solve's factorization, else its `smoothing`; far from its answer `gauss_seidel` sweeps, then the outer multiplier loop, `shift_newton` on the sliding contacts' shifts, `polish` when its budget is spent, `distribution` to the impulses nearest the start) → `newton` (surrogate
+//! [`problem`] → `assembly` (A, b, J, e) → `canal` (`held_step`, a near-miss warm start corrected through an earlier solve's factorization, else smoothed by `gauss_seidel` sweeps, which also start a solve far from its answer at a loose tolerance; then the outer multiplier loop, `shift_newton` on the sliding contacts' shifts, `polish` when its budget is spent, `distribution` to the impulses nearest the start) → `newton` (surrogate
 //! minimisation, `linear` systems, `line_search`) → [`report`] (velocities, impulses, residuals).
 //!
 //! Nothing here knows about Bevy; the plugin converts its components into a [`StepProblem`].
@@ -28,7 +28,6 @@ mod residual;
 pub mod scenes;
 pub mod settings;
 mod shift_newton;
-mod smoothing;
 mod warm_start;
 
 pub use canal::{OuterTrace, Solver};

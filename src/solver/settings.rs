@@ -5,12 +5,13 @@
 pub struct SolverSettings {
     /// Stop when both the NCP and the feasibility residual are at or below this, m/s.
     pub tolerance: f64,
-    /// Projected Gauss–Seidel sweeps given to a warm start that misses the tolerance by at most
-    /// `smoothing_max_ratio` (see the `smoothing` stage); 0 disables them. Three sweeps on the
-    /// 210-box pyramid cost about 0.2 ms, a third of one Newton step. With the headroom below,
-    /// over steps 150–600 of the pyramid at 1e-8 m/s (mean Newton iterations per step, ms per
-    /// step): no sweeps 1.03, 1.48 ms; one 0.93, 1.46 ms; two 0.30, 0.91 ms; three 0.01,
-    /// 0.66 ms; five 0.16, 0.90 ms.
+    /// Nonsmooth Gauss–Seidel sweeps (the `gauss_seidel` stage's contact steps) given first to a
+    /// warm start that misses the acceptance level by at most `smoothing_max_ratio`; if they bring
+    /// it within that level it is the answer. 0 disables them. On a resting 210-box pyramid,
+    /// before the held factorization took these near misses, three sweeps cost about 0.2 ms, a
+    /// third of one Newton step, and (with the step size of `1 / tr W` the sweeps had then, over
+    /// steps 150–600 at 1e-8 m/s, mean Newton iterations per step, ms per step): no sweeps 1.03,
+    /// 1.48 ms; one 0.93, 1.46 ms; two 0.30, 0.91 ms; three 0.01, 0.66 ms; five 0.16, 0.90 ms.
     pub smoothing_sweeps: u32,
     /// Most smoothing sweeps a near miss is given in all. When the first `smoothing_sweeps` leave
     /// it outside the acceptance level, the sweeps go on, checked every ten, until the pair is
@@ -18,12 +19,16 @@ pub struct SolverSettings {
     /// within the acceptance level. At `smoothing_sweeps` or below, the first check decides.
     ///
     /// A settled pile whose answers leave contacts slipping cannot use the held factorization
-    /// (`held_steps`). On the poured 125-ball pen over steps 700–1200 (windows of 100 steps,
-    /// through the plugin), three sweeps alone accepted 12–18 steps in 100, with 8.4–9.2 Newton
-    /// iterations a step and a mean step of 4.1–5.5 ms. With a budget of 60, 40–55 steps were
-    /// accepted, with 6.0–7.7 Newton iterations a step and a mean step of 3.2–4.1 ms; from step
-    /// 800 the median step fell from 4.4–5.2 ms to 1.2–1.5 ms. The resting pyramid and stacks,
-    /// whose near misses the held factorization corrects, were not affected.
+    /// (`held_steps`). Poured 125-ball pen, steps 700–1200 (windows of 100 steps, through the
+    /// plugin), when the sweeps stepped each contact by `1 / tr W`: three sweeps alone accepted
+    /// 12–18 steps in 100, at 8.4–9.2 Newton iterations and 4.1–5.5 ms a step; a budget of 60
+    /// accepted 40–55, at 6.0–7.7 Newton iterations and 3.2–4.1 ms (150 and 400 did no
+    /// better). With the Gauss–Seidel stage's steps and `smoothing_max_ratio` at 100, every
+    /// step was accepted without a Newton iteration, at 0.59–1.07 ms. A budget of 200 then
+    /// gained the pens nothing and made the settled heap of `falling_boxes` 1.5–2.3 ms a step
+    /// instead of 0.24–0.52: boxes sweep slowly towards the headroom target. The resting
+    /// pyramid and stacks, whose near misses the held factorization corrects, were not
+    /// affected.
     pub smoothing_budget: u32,
     /// Most solves with the factorization an earlier solve of the island left (the `held_step`
     /// stage), tried before the smoothing sweeps on the same near misses while the island keeps
@@ -33,7 +38,9 @@ pub struct SolverSettings {
     /// iterated.
     pub held_steps: u32,
     /// Largest ratio of a warm start's initial residual to the level it would be accepted at,
-    /// `min(tolerance, warm_start_accept)`, at which it is smoothed.
+    /// `min(tolerance, warm_start_accept)`, at which it is smoothed. Settled pens of 96 and 108
+    /// balls missed a ratio of 10 in 95–100 of every 100 steps and iterated, at 4–11 Newton
+    /// iterations a step; at 100 the sweeps accepted 86–100 of them (steps 700–1200).
     pub smoothing_max_ratio: f64,
     /// Largest residual, m/s, at which a warm start, as given or after the smoothing sweeps, is
     /// accepted without iterating (it must also be within `tolerance`); otherwise the outer loop
@@ -322,7 +329,7 @@ impl Default for SolverSettings {
             smoothing_sweeps: 3,
             smoothing_budget: 60,
             held_steps: 3,
-            smoothing_max_ratio: 10.0,
+            smoothing_max_ratio: 100.0,
             warm_start_accept: 1e-8,
             headroom: 0.01,
             headroom_iterations: 1,

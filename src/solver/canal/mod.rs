@@ -26,7 +26,6 @@ use super::report::{BodyVelocity, ContactImpulse, LinearSolverKind, Solution, So
 use super::residual::{ContactResiduals, contact_residuals, dynamics_residual};
 use super::settings::SolverSettings;
 use super::shift_newton::ShiftNewton;
-use super::smoothing::Smoother;
 
 mod outer_loop;
 mod start;
@@ -119,7 +118,6 @@ pub struct Solver {
     /// The first run's best pair while a retry runs.
     retry_v: DVector<f64>,
     retry_lambda: Vec<Vector3<f64>>,
-    smoother: Smoother,
     gauss_seidel: GaussSeidel,
     /// The first run's start impulses, and the stage that moves the answer towards them.
     start_lambda: Vec<Vector3<f64>>,

@@ -38,7 +38,7 @@ impl Solver {
     ) -> Option<ContactResiduals> {
         let first = settings.smoothing_sweeps;
         let budget = settings.smoothing_budget.max(first);
-        self.smoother.prepare(&self.asm);
+        self.gauss_seidel.prepare(&self.asm);
         self.begin_trial();
         let smoothed = loop {
             let sweeps = if report.smoothing_sweeps == 0 {
@@ -46,7 +46,7 @@ impl Solver {
             } else {
                 SMOOTHING_SWEEPS_PER_CHECK.min(budget - report.smoothing_sweeps)
             };
-            self.smoother
+            self.gauss_seidel
                 .sweep(&self.asm, &mut self.lambda_next, &mut self.scratch2, sweeps);
             report.smoothing_sweeps += sweeps;
             let smoothed = self.trial_residuals();
