@@ -501,9 +501,10 @@ fn a_near_miss_warm_start_is_smoothed_without_newton() {
 
 /// A settled pile of balls drifts further from its last answer in a step than a box pyramid: the
 /// warm starts of settled pens of 96 and 108 balls missed the acceptance level by more than ten
-/// times in almost every step, and by less than a hundred in almost all of them. The smoothing sweeps step each contact's normal row by its own effective mass, and
-/// bring such a start within the level in a fraction of the budget the old step of `1 / tr W`
-/// (an eighth of a ball contact's normal mass) needed, with no Newton iteration.
+/// times in almost every step, and by less than a hundred in most. The smoothing sweeps step
+/// each contact's normal row by its own effective mass, and bring such a start within the level
+/// with no Newton iteration, in a fraction of the sweeps the old step of `1 / tr W` (an eighth
+/// of a ball contact's normal mass) needed.
 #[test]
 fn a_ball_pile_missing_the_acceptance_level_tenfold_is_smoothed_without_newton() {
     let problem = scenes::sphere_pile(4, 4, 4, 0.5, DT);
