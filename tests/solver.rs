@@ -442,19 +442,36 @@ fn a_resting_solve_goes_on_to_the_headroom_target() {
     }
 }
 
-/// A ten-row pyramid solved to 1e-10 m/s, and the problem warm-started from its impulses with
-/// uneven relative errors of `scale` × (2, −1, 0.5): what a step of drift leaves (a uniform
-/// scaling would be the slowest mode for Gauss–Seidel). Also returns the exact solution.
-fn pyramid_warm_started_off_by(scale: f64) -> (StepProblem, Solution) {
-    let problem = scenes::box_pyramid(10, 0.5, DT);
-    let (exact, solution, _) = solve(&problem, tight());
+/// `problem` solved to 1e-10 m/s, and the problem warm-started from its impulses with contact
+/// `c`'s off by the relative error `error(c)`. Also returns the exact solution.
+fn warm_started_off_by(problem: &StepProblem, error: impl Fn(usize) -> f64) -> (StepProblem, Solution) {
+    let (exact, solution, _) = solve(problem, tight());
     assert!(exact.converged, "{exact:?}");
-    let mut warm = warm_started(&problem, &solution);
+    let mut warm = warm_started(problem, &solution);
     for (c, contact) in warm.contacts.iter_mut().enumerate() {
-        let error = scale * [2.0, -1.0, 0.5][c % 3];
+        let error = error(c);
         contact.warm_impulse = contact.warm_impulse.map(|w| w * (1.0 + error));
     }
     (warm, solution)
+}
+
+/// A ten-row pyramid warm-started with uneven relative errors of `scale` × (2, −1, 0.5): what a
+/// step of drift leaves (a uniform scaling would be the slowest mode for Gauss–Seidel).
+fn pyramid_warm_started_off_by(scale: f64) -> (StepProblem, Solution) {
+    warm_started_off_by(&scenes::box_pyramid(10, 0.5, DT), |c| scale * [2.0, -1.0, 0.5][c % 3])
+}
+
+/// The worst residual of `warm`'s warm start as given: no sweeps, no iterations.
+fn residual_as_given(warm: &StepProblem) -> f64 {
+    let as_given = SolverSettings {
+        smoothing_sweeps: 0,
+        max_outer_iterations: 0,
+        polish_iterations: 0,
+        ..Default::default()
+    };
+    Solver::new(as_given)
+        .solve(warm, &mut Solution::default())
+        .worst_residual()
 }
 
 /// A warm start a few times the tolerance off (last step's impulses, the bodies having moved a
@@ -463,14 +480,7 @@ fn pyramid_warm_started_off_by(scale: f64) -> (StepProblem, Solution) {
 #[test]
 fn a_near_miss_warm_start_is_smoothed_without_newton() {
     let (warm, solution) = pyramid_warm_started_off_by(1e-8);
-    let as_given = SolverSettings {
-        smoothing_sweeps: 0,
-        max_outer_iterations: 0,
-        polish_iterations: 0,
-        ..Default::default()
-    };
-    let initial = Solver::new(as_given).solve(&warm, &mut Solution::default());
-    let initial = initial.worst_residual();
+    let initial = residual_as_given(&warm);
     let settings = SolverSettings::default();
     assert!(
         initial > settings.tolerance && initial <= settings.smoothing_max_ratio * settings.tolerance,
@@ -507,23 +517,9 @@ fn a_near_miss_warm_start_is_smoothed_without_newton() {
 /// of a ball contact's normal mass) needed.
 #[test]
 fn a_ball_pile_missing_the_acceptance_level_tenfold_is_smoothed_without_newton() {
-    let problem = scenes::sphere_pile(4, 4, 4, 0.5, DT);
-    let (exact, solution, _) = solve(&problem, tight());
-    assert!(exact.converged, "{exact:?}");
-    let mut warm = warm_started(&problem, &solution);
-    for (i, contact) in warm.contacts.iter_mut().enumerate() {
-        let off = 1.0 + 4e-7 * (1.0 + (i % 3) as f64);
-        contact.warm_impulse = contact.warm_impulse.map(|w| w * off);
-    }
-    let as_given = SolverSettings {
-        smoothing_sweeps: 0,
-        max_outer_iterations: 0,
-        polish_iterations: 0,
-        ..Default::default()
-    };
-    let initial = Solver::new(as_given)
-        .solve(&warm, &mut Solution::default())
-        .worst_residual();
+    let pile = scenes::sphere_pile(4, 4, 4, 0.5, DT);
+    let (warm, solution) = warm_started_off_by(&pile, |c| 4e-7 * (1.0 + (c % 3) as f64));
+    let initial = residual_as_given(&warm);
     let settings = SolverSettings::default();
     assert!(
         initial > 10.0 * settings.tolerance && initial <= settings.smoothing_max_ratio * settings.tolerance,
@@ -1300,13 +1296,7 @@ fn shift_newton_steps_are_reported_where_contacts_slide() {
 #[test]
 fn a_near_miss_the_first_sweeps_leave_outside_is_swept_on_within_the_budget() {
     let settings = SolverSettings::default();
-    let problem = scenes::box_pyramid(20, 0.5, DT);
-    let (exact, solution, _) = solve(&problem, tight());
-    assert!(exact.converged, "{exact:?}");
-    let mut warm = warm_started(&problem, &solution);
-    for contact in &mut warm.contacts {
-        contact.warm_impulse = contact.warm_impulse.map(|w| w * (1.0 + 1.6e-7));
-    }
+    let (warm, solution) = warm_started_off_by(&scenes::box_pyramid(20, 0.5, DT), |_| 1.6e-7);
 
     let first_only = SolverSettings {
         smoothing_budget: settings.smoothing_sweeps,

@@ -6,10 +6,10 @@
 //! creep at a time. The smoothing sweeps (`gauss_seidel`) bring such a start back inside it, but
 //! only just: on the 210-box pyramid, three sweeps (of the step size they had then) left 2–4e-9
 //! m/s against the 1e-8 level, and the next step's warm start, which repeats the sweeps'
-//! correction, started above 5e-9 again, so that 256 of 600 steps were smoothed. Through the held factorization each step gains about a
-//! factor of ten (1.3e-8 → 3.9e-9 → 2.8e-10 → 3.2e-11 m/s on that pyramid), and the holding guess
-//! (`holding`) made with the same factorization then hands the next steps a warm start that
-//! holds.
+//! correction, started above 5e-9 again, so that 256 of 600 steps were smoothed. Through the
+//! held factorization each step gains about a factor of ten (1.3e-8 → 3.9e-9 → 2.8e-10 →
+//! 3.2e-11 m/s on that pyramid), and the holding guess (`holding`) made with the same
+//! factorization then hands the next steps a warm start that holds.
 //!
 //! The step uses `H` only through Woodbury's identity, as the inverse of the sticking blocks'
 //! Delassus matrix. An augmented-Lagrangian iteration through it diverged instead: its multiplier
