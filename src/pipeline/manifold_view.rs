@@ -9,7 +9,9 @@ use parry3d::query::{ContactManifold, TrackedContact};
 use parry3d::shape::Shape;
 
 use super::caps::cap_on_face;
-use super::refine::{CROSSED_ID, LINE_END_IDS, TouchPoint, crossed, face_contact, line_contact, side_by_side};
+use super::refine::{
+    CROSSED_ID, LINE_END_IDS, TouchPoint, crossed, face_contact, line_contact, rest_on_ends, side_by_side,
+};
 use super::seams::{PartCones, across_seam};
 
 /// A pose in `f64`. parry works in `f32`; its relative pose and its answers in the shapes' own
@@ -114,9 +116,10 @@ impl<'a> ManifoldView<'a> {
     /// dropped), written to `points` in the pair's order with their feature ids: a cylinder's
     /// cap on a face (`caps`), else across a cut between a compound's parts (`seams`), else a
     /// line of contact (`refine::line_contact`), with two axes' crossing between its ends where
-    /// they lie askew, else that crossing alone (`refine::crossed`), else a flat contact found
-    /// through GJK (`refine::face_contact`). `shapes` and their parts' `cones` in the pair's
-    /// order.
+    /// they lie askew, or its ends lowered onto that crossing where they lie nearly parallel
+    /// (`refine::rest_on_ends`), else that crossing alone (`refine::crossed`), else a flat
+    /// contact found through GJK (`refine::face_contact`). `shapes` and their parts' `cones` in
+    /// the pair's order.
     pub fn replaced(
         &self,
         shapes: (&dyn Shape, &dyn Shape),
@@ -131,10 +134,16 @@ impl<'a> ManifoldView<'a> {
             || across_seam(self.manifold, shapes, self.parry_order(cones), first, second, points).is_some()
         {
             true
-        } else if let Some(ends) = line_contact(self.manifold, shapes, first, second) {
+        } else if let Some(mut ends) = line_contact(self.manifold, shapes, first, second) {
             points.clear();
+            let crossing = crossed(self.manifold, shapes, first, second);
+            let rested = crossing
+                .as_ref()
+                .is_some_and(|crossing| rest_on_ends(&mut ends, crossing));
             points.extend(ends.into_iter().zip(LINE_END_IDS));
-            points.extend(crossed(self.manifold, shapes, first, second).map(|point| (point, CROSSED_ID)));
+            if !rested {
+                points.extend(crossing.map(|point| (point, CROSSED_ID)));
+            }
             true
         } else if let Some(point) = crossed(self.manifold, shapes, first, second) {
             points.clear();

@@ -355,16 +355,18 @@ pub(super) fn side_on_face(
     if let Some(face) = face {
         return on(face, false);
     }
-    // The face nearest parry's normal; else, where GJK's normal went astray (a wheel of 0.2 m
-    // rolling on a slab got one 45° off, on the slab's side), the face the lying shape's
-    // centre lies farthest outside of.
-    let parrys = nearest_face(flat, flat_subshape, flat_normal).filter(|(face, _)| {
-        let parry_normal = (flat_rotation * flat_normal.as_dvec3()).normalize_or_zero();
-        (flat_rotation * face.as_dvec3()).dot(parry_normal) >= SAME_NORMAL
-    });
+    // The face nearest parry's normal, if the lying shape's centre lies outside its plane;
+    // else, where GJK's normal went astray, the face the centre lies farthest outside of. A
+    // wheel of 0.2 m rolling on a slab got a normal 45° off, on the slab's side; a cylinder
+    // lying on a 40 m slab got one turned over three steps to 17° below the horizontal, whose
+    // nearest face, the slab's bottom, read it 1.5 m deep.
     let (a, b, _) = lying.axis();
     let centre = lying_translation + lying_rotation * ((a + b) * 0.5).as_dvec3();
     let centre = (flat_rotation.inverse() * (centre - flat_translation)).as_vec3();
+    let parrys = nearest_face(flat, flat_subshape, flat_normal).filter(|(face, on_face)| {
+        let parry_normal = (flat_rotation * flat_normal.as_dvec3()).normalize_or_zero();
+        (flat_rotation * face.as_dvec3()).dot(parry_normal) >= SAME_NORMAL && face.dot(centre - *on_face) > 0.0
+    });
     parrys
         .and_then(|face| on(face, true))
         .or_else(|| on(facing(part(flat, flat_subshape), centre)?, true))
@@ -562,6 +564,15 @@ pub(super) fn side_by_side(
         along: along2,
         length: length2,
     };
+    // Ends pressed into each other overlap along the axes by their depth: the sides would have to
+    // overlap further across them to be what touches. Two cylinders standing end on end, 0.25°
+    // apart and 4.4 mm into each other, read side by side 0.37 m deep with a normal 90° astray,
+    // and the solver drove them into each other step after step.
+    let middle = axis1.at(0.5 * (low + high));
+    let across = (middle - axis2.nearest(middle)).length();
+    if radius1 + radius2 - across > high - low {
+        return None;
+    }
     if cos < PARALLEL {
         // Each end of the overlap is the end of one of the axes: that shape's end against the
         // other's side.
@@ -595,6 +606,43 @@ pub(super) fn side_by_side(
         })
     };
     Some([end(low)?, end(high)?])
+}
+
+/// How far, m, [`rest_on_ends`] may lower the two ends of an overlap onto the crossing of
+/// nearly parallel axes: about a third of one step's fall at 60 Hz (g·dt² = 2.7 mm).
+const REST_ON_ENDS: f64 = 1e-3;
+
+/// Two shapes lying nearly parallel rest on the two ends of their overlap (`ends`), lowered
+/// together, by at most [`REST_ON_ENDS`], until the line between them passes through
+/// `crossing`, where their axes pass nearest: whether they were lowered. Nothing then lies
+/// deeper than that line to first order, and the ends hover at most that far above the other
+/// side.
+///
+/// Where the axes pass nearest is ill-conditioned at a small angle θ: a turn by ε moves it by
+/// about d·ε/θ² along the axes, d their distance. Two cylinders of 0.25 m lying 1.32° askew
+/// had it jump 15 cm and back every step while the upper one turned by 0.007°. Resting on
+/// it, the upper one is a rocker whose contact runs 940 m per radian of tilt, too fast for a
+/// step of 1/60 s: it rocked from end to end, its ends' normals, which lean sin θ along its
+/// axis, pushing it to and fro at 2.4e-3 m/s for good. Lowered ends keep the line's slope, so
+/// the shape still tilts on them as the true ends' gaps say.
+pub(super) fn rest_on_ends(ends: &mut [TouchPoint; 2], crossing: &TouchPoint) -> bool {
+    let [low, high] = &*ends;
+    let span = high.on_first - low.on_first;
+    let length_squared = span.length_squared();
+    if length_squared <= 0.0 {
+        return false;
+    }
+    let u = (crossing.on_first - low.on_first).dot(span) / length_squared;
+    let chord = low.gap + (high.gap - low.gap) * u.clamp(0.0, 1.0);
+    let lowered = chord - crossing.gap;
+    if !(0.0..=REST_ON_ENDS).contains(&lowered) {
+        return false;
+    }
+    for end in ends.iter_mut() {
+        end.gap -= lowered;
+        end.on_second += end.normal * lowered;
+    }
+    true
 }
 
 /// Most steps `Lying::end_on_side` takes towards a rim's point nearest another axis.
@@ -695,7 +743,20 @@ fn clip(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use parry3d::shape::PackedFeatureId;
+    use parry3d::shape::{Cuboid, PackedFeatureId};
+
+    /// A manifold holding one point (where, `crossed` does not ask).
+    fn with_a_point() -> ContactManifold<(), ()> {
+        let mut manifold = ContactManifold::with_data(0, 0, ());
+        manifold.points.push(TrackedContact::new(
+            Vec3::ZERO,
+            Vec3::ZERO,
+            PackedFeatureId::UNKNOWN,
+            PackedFeatureId::UNKNOWN,
+            0.0,
+        ));
+        manifold
+    }
 
     /// The least gap between the rim of a cylinder's end (centre, unit axis, radius) and the side
     /// of another (its axis segment and radius), by sampling the rim.
@@ -758,6 +819,75 @@ mod tests {
         );
     }
 
+    /// Two cylinders standing end on end, axes 0.25° apart and 4.4 mm into each other: their
+    /// ends touch, not their sides, however nearly parallel the axes.
+    #[test]
+    fn cylinders_end_on_end_do_not_lie_side_by_side() {
+        let cylinder = Cylinder::new(0.5, 0.25);
+        let tilted = DQuat::from_rotation_z(0.25f64.to_radians());
+        let upper = DVec3::new(0.01, 1.0 - 0.0044, 0.0);
+        let manifold = ContactManifold::with_data(0, 0, ());
+        let shapes: (&dyn Shape, &dyn Shape) = (&cylinder, &cylinder);
+        assert!(side_by_side(&manifold, shapes, (DQuat::IDENTITY, DVec3::ZERO), (tilted, upper)).is_none());
+    }
+
+    /// A cylinder lying on another 1.32° askew, the common perpendicular of their axes within
+    /// the overlap: it rests on the overlap's two ends, lowered together so that the line
+    /// between them reads the crossing's gap where the crossing lies.
+    #[test]
+    fn cylinders_nearly_parallel_rest_on_lowered_ends() {
+        let cylinder = Cylinder::new(0.5, 0.25);
+        let lying = DQuat::from_rotation_z(-std::f64::consts::FRAC_PI_2);
+        let askew = DQuat::from_rotation_y(1.32f64.to_radians()) * lying;
+        let (first, second) = ((lying, DVec3::ZERO), (askew, DVec3::new(0.08, 0.5, 0.0)));
+        let shapes: (&dyn Shape, &dyn Shape) = (&cylinder, &cylinder);
+        let mut ends = side_by_side(&ContactManifold::with_data(0, 0, ()), shapes, first, second).unwrap();
+        let touching = with_a_point();
+        let crossing = crossed(&touching, shapes, first, second).unwrap();
+        let before = ends.map(|end| end.gap);
+        assert!(
+            before.iter().all(|gap| *gap > crossing.gap + 1e-5),
+            "the ends lie higher"
+        );
+        assert!(rest_on_ends(&mut ends, &crossing));
+        let lowered = before[0] - ends[0].gap;
+        assert!((before[1] - ends[1].gap - lowered).abs() < 1e-15, "lowered together");
+        assert!(lowered > 0.0 && lowered <= REST_ON_ENDS);
+        let span = ends[1].on_first - ends[0].on_first;
+        let u = (crossing.on_first - ends[0].on_first).dot(span) / span.length_squared();
+        let line = ends[0].gap + (ends[1].gap - ends[0].gap) * u;
+        assert!(
+            (line - crossing.gap).abs() < 1e-12,
+            "line {line} at the crossing's {}",
+            crossing.gap
+        );
+        for end in ends {
+            assert!((end.on_first - end.on_second - end.normal * end.gap).length() < 1e-12);
+        }
+    }
+
+    /// A cylinder lying on a 40 m slab, parry's normal out of the slab astray 73° below the
+    /// horizontal: it rests on the slab's top face, not on the bottom one nearest that normal.
+    #[test]
+    fn a_side_rests_on_the_face_it_lies_outside_of() {
+        let cylinder = Cylinder::new(0.5, 0.25);
+        let slab = Cuboid::new(Vec3::new(20.0, 0.5, 20.0));
+        let lying = (
+            DQuat::from_rotation_z(std::f64::consts::FRAC_PI_2),
+            DVec3::new(0.1, 0.25, 0.1),
+        );
+        let ground = (DQuat::IDENTITY, DVec3::new(0.0, -0.5, 0.0));
+        let mut manifold = with_a_point();
+        manifold.local_n2 = Vec3::new(-0.26, -0.955, -0.15).normalize();
+        manifold.local_n1 = lying.0.inverse().as_quat() * -manifold.local_n2;
+        let shapes: (&dyn Shape, &dyn Shape) = (&cylinder, &slab);
+        let ends = side_on_face(&manifold, shapes, lying, ground, None).unwrap();
+        for end in ends {
+            assert!(end.gap.abs() < 1e-6, "gap {}", end.gap);
+            assert!(end.normal.y > 1.0 - 1e-12, "normal {}", end.normal);
+        }
+    }
+
     /// Two capsules lying one on the other, 3° askew, their axes' common perpendicular within
     /// both: besides the ends of their overlap, they touch nearest there, at the axes' distance.
     #[test]
@@ -769,14 +899,7 @@ mod tests {
         let manifold = ContactManifold::with_data(0, 0, ());
         let shapes: (&dyn Shape, &dyn Shape) = (&capsule, &capsule);
         let ends = side_by_side(&manifold, shapes, first, second).unwrap();
-        let mut touching = ContactManifold::with_data(0, 0, ());
-        touching.points.push(TrackedContact::new(
-            Vec3::ZERO,
-            Vec3::ZERO,
-            PackedFeatureId::UNKNOWN,
-            PackedFeatureId::UNKNOWN,
-            0.0,
-        ));
+        let touching = with_a_point();
         let nearest = crossed(&touching, shapes, first, second).unwrap();
         // Skew lines: the distance along their common perpendicular.
         let (along1, along2) = (first.0 * DVec3::Y, second.0 * DVec3::Y);
