@@ -106,10 +106,10 @@ impl NewtonSolver {
         phi
     }
 
-    /// `(Π(xᵢ), yᵢ)` per contact at the `v` the last [`Self::minimize`] returned: the next
-    /// multipliers and the shifted constraint velocities, without another pass over the contacts.
-    pub fn last_evaluation(&self) -> (&[Vector3<f64>], &[Vector3<f64>]) {
-        (&self.projected, &self.y)
+    /// `Π(xᵢ)` per contact at the `v` the last [`Self::minimize`] returned: the next
+    /// multipliers, without another pass over the contacts.
+    pub fn last_projected(&self) -> &[Vector3<f64>] {
+        &self.projected
     }
 
     /// `xᵢ = λᵢ − βᵢ yᵢ` per contact at the last evaluated iterate.
@@ -155,7 +155,7 @@ impl NewtonSolver {
     /// inner tolerance or `inner.tolerance` (m/s), whichever is larger. With
     /// `inner.cg_directions`, on an island of at least `SolverSettings::cg_direction_min_bodies`,
     /// a Newton direction is first sought by CG preconditioned by the factorization held. Always
-    /// ends on an evaluation of the returned `v`, which [`Self::last_evaluation`] exposes.
+    /// ends on an evaluation of the returned `v`, whose multipliers [`Self::last_projected`] exposes.
     pub fn minimize(
         &mut self,
         asm: &Assembled,
