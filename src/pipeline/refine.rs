@@ -614,9 +614,9 @@ const REST_ON_ENDS: f64 = 1e-3;
 
 /// Two shapes lying nearly parallel rest on the two ends of their overlap (`ends`), lowered
 /// together, by at most [`REST_ON_ENDS`], until the line between them passes through
-/// `crossing`, where their axes pass nearest: whether they were lowered. Nothing then lies
-/// deeper than that line to first order, and the ends hover at most that far above the other
-/// side.
+/// `crossing`, where their axes pass nearest: whether they were lowered. The line between the
+/// ends then reads the crossing's gap where the crossing lies, and the ends hover at most that
+/// far above the other's side.
 ///
 /// Where the axes pass nearest is ill-conditioned at a small angle θ: a turn by ε moves it by
 /// about d·ε/θ² along the axes, d their distance. Two cylinders of 0.25 m lying 1.32° askew
@@ -745,7 +745,7 @@ mod tests {
     use super::*;
     use parry3d::shape::{Cuboid, PackedFeatureId};
 
-    /// A manifold holding one point (where, `crossed` does not ask).
+    /// A manifold holding one point, anywhere: `crossed` asks only that there is one.
     fn with_a_point() -> ContactManifold<(), ()> {
         let mut manifold = ContactManifold::with_data(0, 0, ());
         manifold.points.push(TrackedContact::new(

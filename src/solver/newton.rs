@@ -155,7 +155,8 @@ impl NewtonSolver {
     /// inner tolerance or `inner.tolerance` (m/s), whichever is larger. With
     /// `inner.cg_directions`, on an island of at least `SolverSettings::cg_direction_min_bodies`,
     /// a Newton direction is first sought by CG preconditioned by the factorization held. Always
-    /// ends on an evaluation of the returned `v`, whose multipliers [`Self::last_projected`] exposes.
+    /// ends on an evaluation of the returned `v`, whose multipliers [`Self::last_projected`]
+    /// exposes.
     pub fn minimize(
         &mut self,
         asm: &Assembled,

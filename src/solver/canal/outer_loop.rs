@@ -46,7 +46,7 @@ const RETRY_STARTS: [(bool, bool); 3] = [(true, true), (false, false), (false, t
 /// outer iteration's, instead of clearing its history. There the steps only converge linearly:
 /// the sliding contacts' normal impulses creep up at the penalty's rate (on the 125-ball pen's
 /// impacts 60 outer iterations at κ = 100 each halved the residual in about four). On 60
-/// captured steps of those impacts this took the Newton iterations from 18 496 to 16 163, and on
+/// captured steps of those impacts this took the Newton iterations from 18 496 to 16 165, and on
 /// 30 steps of a 100-ball pen whose rolling balls keep it from resting from 2016 to 1690.
 /// Mixing every taken step left one of the 60 steps at 9e-5 m/s: far from the answer the steps
 /// cross regime changes, which a history mixes badly.
