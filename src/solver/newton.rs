@@ -55,9 +55,8 @@ pub(crate) struct NewtonSolver {
     direction: DVector<f64>,
     scratch: DVector<f64>,
     x: Vec<Vector3<f64>>,
-    /// `Π(xᵢ)` and `yᵢ = Jᵢ v + êᵢ` at the last evaluated iterate: the returned `v`.
+    /// `Π(xᵢ)` at the last evaluated iterate: the returned `v`.
     projected: Vec<Vector3<f64>>,
-    y: Vec<Vector3<f64>>,
     jd: Vec<Vector3<f64>>,
     weights: Vec<Matrix3<f64>>,
     cg: StaleFactorCg,
@@ -69,7 +68,7 @@ impl NewtonSolver {
         for buffer in [&mut self.gradient, &mut self.direction, &mut self.scratch] {
             *buffer = std::mem::take(buffer).resize_vertically(dofs, 0.0);
         }
-        for buffer in [&mut self.x, &mut self.projected, &mut self.y] {
+        for buffer in [&mut self.x, &mut self.projected] {
             buffer.resize(contacts, Vector3::zeros());
         }
         self.jd.resize(contacts, Vector3::zeros());
@@ -85,7 +84,6 @@ impl NewtonSolver {
         for c in 0..asm.contacts.len() {
             let y = asm.jacobian_times(c, v) + s.bias[c];
             largest = largest.max(y.amax());
-            self.y[c] = y;
             self.x[c] = s.lambda[c] - s.beta[c] * y;
             let (p, jac) = s.cones[c].update_with_jacobian(&self.x[c], s.beta[c]);
             asm.add_jacobian_transpose(c, &(-p), &mut self.gradient);
