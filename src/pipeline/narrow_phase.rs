@@ -146,8 +146,9 @@ fn reach(
 }
 
 /// How much deeper than parry's one-shot query a convex pair's manifold may read, m, before it
-/// counts as strayed: GJK and EPA stop at a relative tolerance of about 1e-3 on curved shapes,
-/// a few µm here.
+/// counts as strayed. Where both are right they agreed within tens of µm in a poured cylinder
+/// pile; on overlaps of centimetres they differed by up to 0.9 mm, and asking again then read
+/// the same.
 const STRAYED_DEPTH: f32 = 5e-4;
 
 /// Whether a convex pair's manifolds (in the pair's order, `pos12` the second's pose in the
