@@ -741,19 +741,19 @@ fn clip(
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
     use parry3d::shape::{Cuboid, PackedFeatureId};
 
-    /// A manifold holding one point `gap` apart, anywhere: `crossed` asks only that there is one.
-    pub(in crate::pipeline) fn with_a_point(gap: f32) -> ContactManifold<(), ()> {
+    /// A manifold holding one point (where, `crossed` does not ask).
+    fn with_a_point() -> ContactManifold<(), ()> {
         let mut manifold = ContactManifold::with_data(0, 0, ());
         manifold.points.push(TrackedContact::new(
             Vec3::ZERO,
             Vec3::ZERO,
             PackedFeatureId::UNKNOWN,
             PackedFeatureId::UNKNOWN,
-            gap,
+            0.0,
         ));
         manifold
     }
@@ -842,7 +842,7 @@ pub(super) mod tests {
         let (first, second) = ((lying, DVec3::ZERO), (askew, DVec3::new(0.08, 0.5, 0.0)));
         let shapes: (&dyn Shape, &dyn Shape) = (&cylinder, &cylinder);
         let mut ends = side_by_side(&ContactManifold::with_data(0, 0, ()), shapes, first, second).unwrap();
-        let touching = with_a_point(0.0);
+        let touching = with_a_point();
         let crossing = crossed(&touching, shapes, first, second).unwrap();
         let before = ends.map(|end| end.gap);
         assert!(
@@ -877,7 +877,7 @@ pub(super) mod tests {
             DVec3::new(0.1, 0.25, 0.1),
         );
         let ground = (DQuat::IDENTITY, DVec3::new(0.0, -0.5, 0.0));
-        let mut manifold = with_a_point(0.0);
+        let mut manifold = with_a_point();
         manifold.local_n2 = Vec3::new(-0.26, -0.955, -0.15).normalize();
         manifold.local_n1 = lying.0.inverse().as_quat() * -manifold.local_n2;
         let shapes: (&dyn Shape, &dyn Shape) = (&cylinder, &slab);
@@ -899,7 +899,7 @@ pub(super) mod tests {
         let manifold = ContactManifold::with_data(0, 0, ());
         let shapes: (&dyn Shape, &dyn Shape) = (&capsule, &capsule);
         let ends = side_by_side(&manifold, shapes, first, second).unwrap();
-        let touching = with_a_point(0.0);
+        let touching = with_a_point();
         let nearest = crossed(&touching, shapes, first, second).unwrap();
         // Skew lines: the distance along their common perpendicular.
         let (along1, along2) = (first.0 * DVec3::Y, second.0 * DVec3::Y);
