@@ -316,14 +316,12 @@ impl Solver {
             // While the iterates improve, a Newton step on the shifts of the sliding contacts;
             // otherwise Anderson mixing or the damped fallback. (Newton at every iteration solved
             // random seeds 187 and 246 but lost 15 others, cycling across regime changes.)
-            let mix_step = last_worst < SHIFT_NEWTON_MIX_BELOW;
+            let try_shift_newton = since_best == 0 && !fallback;
+            let mix_step = try_shift_newton && last_worst < SHIFT_NEWTON_MIX_BELOW;
             if mix_step {
                 pack(&self.asm, &self.lambda, &self.shift, &mut self.mix_in);
             }
-            if since_best == 0
-                && !fallback
-                && let Some(taken) = self.shift_newton_step()
-            {
+            if try_shift_newton && let Some(taken) = self.shift_newton_step() {
                 report.shift_newton_steps += 1;
                 if taken {
                     report.shift_newton_taken += 1;
