@@ -13,7 +13,8 @@
 //! from the current poses (`rap. geom`). Then a time-to-accuracy sweep on the ten-box
 //! stack, the pyramid and the sphere pen: CANAL's tolerance from 1 to 1e-10 m/s (the loosest
 //! where Rapier's residuals lie) against Rapier's `num_solver_iterations` from 4 to 256, with
-//! median and mean step times.
+//! median and mean step times, plotted (step time against the worst residual reached) in
+//! `target/bench/time_to_accuracy.svg`, with the figures in `time_to_accuracy.csv` beside it.
 //! `cargo bench --bench scenes -- nomatch` prints only the tables;
 //! `SCENES=pyramid,pen` keeps only the scenes whose names contain one of those words;
 //! `SCENES=spheres1000` runs the 1000-sphere pen, left out by default (about 45 minutes).
@@ -28,7 +29,9 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use rapier3d::prelude as rp;
 
+mod accuracy_plot;
 mod scene_set;
+use accuracy_plot::{Point, Sweep};
 use scene_set::{Scene, Shape, pyramid, scenes, selected, sphere_pen, stack};
 
 /// What one engine needs to step a scene and read back the accuracy figures.
@@ -364,12 +367,30 @@ fn summary() {
 }
 
 fn sweep() {
-    for scene in selected(vec![stack(10), pyramid(20), sphere_pen(5, 5)], Vec::new()) {
-        sweep_scene(&scene);
+    let sweeps: Vec<Sweep> = selected(vec![stack(10), pyramid(20), sphere_pen(5, 5)], Vec::new())
+        .iter()
+        .map(sweep_scene)
+        .collect();
+    if sweeps.is_empty() {
+        return;
+    }
+    match accuracy_plot::write(&sweeps) {
+        Ok(path) => println!("\nTime to accuracy plotted in {}", path.display()),
+        Err(e) => println!("\nTime to accuracy not plotted: {e}"),
     }
 }
 
-fn sweep_scene(scene: &Scene) {
+/// The sweep's point for one run: its residual is the worst over the measured steps.
+fn point(setting: String, r: &Run) -> Point {
+    Point {
+        setting,
+        median_ms: ms(r.median),
+        mean_ms: ms(r.mean),
+        residual: r.ncp.unwrap_or(f64::NAN),
+    }
+}
+
+fn sweep_scene(scene: &Scene) -> Sweep {
     let (settle, measure) = (scene.settle, scene.measure);
     let header = |first: &str| {
         println!(
@@ -394,16 +415,25 @@ fn sweep_scene(scene: &Scene) {
         scene.name
     );
     header("tolerance");
+    let mut canal = Vec::new();
     for exponent in [0, 1, 2, 4, 6, 8, 10] {
         let tolerance = 10f64.powi(-exponent);
         let r = run(&mut Canal::new(scene, Some(tolerance)), settle, measure);
         row(format!("{tolerance:.0e}"), &r);
+        canal.push(point(format!("{tolerance:.0e}"), &r));
     }
     println!("Rapier by num_solver_iterations, the normal part of the same residual (a lower bound)");
     header("iterations");
+    let mut rapier = Vec::new();
     for iterations in [4, 8, 16, 32, 64, 128, 256] {
         let r = run(&mut Rapier::new(scene, Some(iterations)), settle, measure);
         row(iterations.to_string(), &r);
+        rapier.push(point(iterations.to_string(), &r));
+    }
+    Sweep {
+        scene: scene.name,
+        canal,
+        rapier,
     }
 }
 
