@@ -320,7 +320,8 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             &mut cache.manifolds
         };
         cache.touched = any_point(manifolds);
-        cache.deepest = (!composite && cache.touched).then(|| least_gap(manifolds));
+        // Unswapped, these are the manifolds whose least gap the checks above took.
+        cache.deepest = (!composite && cache.touched).then(|| if swapped { least_gap(manifolds) } else { least });
         cache.normal = match manifolds.as_mut_slice() {
             [manifold] if !composite && cache.touched => {
                 let now = ManifoldView::new(manifold, swapped, pose1, pose2).normal();
