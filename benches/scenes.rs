@@ -419,16 +419,18 @@ fn sweep_scene(scene: &Scene) -> Sweep {
     for exponent in [0, 1, 2, 4, 6, 8, 10] {
         let tolerance = 10f64.powi(-exponent);
         let r = run(&mut Canal::new(scene, Some(tolerance)), settle, measure);
-        row(format!("{tolerance:.0e}"), &r);
-        canal.push(point(format!("{tolerance:.0e}"), &r));
+        let setting = format!("{tolerance:.0e}");
+        row(setting.clone(), &r);
+        canal.push(point(setting, &r));
     }
     println!("Rapier by num_solver_iterations, the normal part of the same residual (a lower bound)");
     header("iterations");
     let mut rapier = Vec::new();
     for iterations in [4, 8, 16, 32, 64, 128, 256] {
         let r = run(&mut Rapier::new(scene, Some(iterations)), settle, measure);
-        row(iterations.to_string(), &r);
-        rapier.push(point(iterations.to_string(), &r));
+        let setting = iterations.to_string();
+        row(setting.clone(), &r);
+        rapier.push(point(setting, &r));
     }
     Sweep {
         scene: scene.name,

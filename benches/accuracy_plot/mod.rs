@@ -62,6 +62,16 @@ fn csv(sweeps: &[Sweep]) -> String {
     out
 }
 
+/// The least and the largest of the positive, finite `values` (infinity and zero if none): a
+/// residual of zero has no place on a log axis, and is drawn at the floor.
+fn positive_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    values
+        .filter(|&x| x > 0.0 && x.is_finite())
+        .fold((f64::INFINITY, 0.0), |(least, largest), x| {
+            (least.min(x), largest.max(x))
+        })
+}
+
 /// The decade at or below (`down`) or at or above `x`.
 fn decade(x: f64, down: bool) -> f64 {
     let exponent = x.log10();
@@ -87,22 +97,10 @@ where
     DB::ErrorType: 'static,
 {
     let all = || sweep.canal.iter().chain(&sweep.rapier);
-    // A residual of zero has no place on a log axis: it is drawn at the floor.
-    let positive = |x: f64| x > 0.0 && x.is_finite();
-    let smallest = all()
-        .map(|p| p.residual)
-        .filter(|&r| positive(r))
-        .fold(TARGET, f64::min);
-    let largest = all()
-        .map(|p| p.residual)
-        .filter(|&r| positive(r))
-        .fold(TARGET, f64::max);
+    let (smallest, largest) = positive_range(all().map(|p| p.residual));
+    let (smallest, largest) = (smallest.min(TARGET), largest.max(TARGET));
     let (x_min, x_max) = (decade(smallest, true) / 10.0, decade(largest, false) * 10.0);
-    let fastest = all()
-        .map(|p| p.median_ms)
-        .filter(|&t| positive(t))
-        .fold(f64::INFINITY, f64::min);
-    let slowest = all().map(|p| p.median_ms).filter(|&t| positive(t)).fold(0.0, f64::max);
+    let (fastest, slowest) = positive_range(all().map(|p| p.median_ms));
     // A decade above the slowest point keeps the legend off the data.
     let (y_min, y_max) = (
         decade(fastest, true),
