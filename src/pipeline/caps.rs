@@ -270,14 +270,19 @@ mod tests {
         )
     }
 
+    /// The cylinder and the slab of [`tilted_on_slab`].
+    fn cylinder_and_slab() -> (Cylinder, Cuboid) {
+        (
+            Cylinder::new(HALF_HEIGHT as f32, RADIUS as f32),
+            Cuboid::new(Vec3::new(5.0, 0.5, 5.0)),
+        )
+    }
+
     fn rim_points(
         manifold: &ContactManifold<(), ()>,
         poses: ((DQuat, DVec3), (DQuat, DVec3)),
     ) -> Vec<(TouchPoint, u64)> {
-        let (cylinder, slab) = (
-            Cylinder::new(HALF_HEIGHT as f32, RADIUS as f32),
-            Cuboid::new(Vec3::new(5.0, 0.5, 5.0)),
-        );
+        let (cylinder, slab) = cylinder_and_slab();
         let mut points = Vec::new();
         assert!(rim_on_face(manifold, (&cylinder, &slab), poses.0, poses.1, &mut points));
         points
@@ -290,10 +295,7 @@ mod tests {
     fn a_tilted_rim_rests_on_its_lowest_point() {
         let (tilt, depth) = (10f64.to_radians(), 1e-3);
         let poses = tilted_on_slab(tilt, depth);
-        let (cylinder, slab) = (
-            Cylinder::new(HALF_HEIGHT as f32, RADIUS as f32),
-            Cuboid::new(Vec3::new(5.0, 0.5, 5.0)),
-        );
+        let (cylinder, slab) = cylinder_and_slab();
         let pose =
             |(rotation, translation): (DQuat, DVec3)| Pose::from_parts(translation.as_vec3(), rotation.as_quat());
         let mut manifolds = Vec::new();

@@ -586,11 +586,6 @@ pub(super) fn side_by_side(
     if !(length1 > 0.0 && length2 > 0.0 && cos >= NEARLY_PARALLEL) {
         return None;
     }
-    let (s2a, s2b) = (along1.dot(start2 - start1), along1.dot(end2 - start1));
-    let (low, high) = (s2a.min(s2b).max(0.0), s2a.max(s2b).min(length1));
-    if high - low <= 1e-6 * length1 {
-        return None; // end to end: no side touches the other
-    }
     let (radius1, radius2) = (radius1 as f64, radius2 as f64);
     let axis1 = Axis {
         start: start1,
@@ -604,6 +599,8 @@ pub(super) fn side_by_side(
         along: along2,
         length: length2,
     };
+    let overlap = axis1.overlap(&axis2)?;
+    let (low, high) = (overlap.low, overlap.high);
     // Ends pressed into each other overlap along the axes by their depth: the sides would have to
     // overlap further across them to be what touches. Two cylinders standing end on end, 0.25°
     // apart and 4.4 mm into each other, read side by side 0.37 m deep with a normal 90° astray,
@@ -614,9 +611,11 @@ pub(super) fn side_by_side(
         return None;
     }
     if cos < PARALLEL {
-        let ends = askew_ends((&lying1, &axis1), (&lying2, &axis2))?;
+        let ends = askew_ends((&lying1, &axis1), (&lying2, &axis2), &overlap)?;
         if ends.iter().any(|(_, past_cap)| *past_cap) {
-            let other_way = askew_ends((&lying2, &axis2), (&lying1, &axis1))
+            let other_way = axis2
+                .overlap(&axis1)
+                .and_then(|overlap| askew_ends((&lying2, &axis2), (&lying1, &axis1), &overlap))
                 .filter(|ends| ends.iter().all(|(_, past_cap)| !past_cap));
             if let Some([(a, _), (b, _)]) = other_way {
                 let (a, b) = (a.swapped(), b.swapped());
@@ -646,7 +645,7 @@ pub(super) fn side_by_side(
     Some([end(low)?, end(high)?])
 }
 
-/// The two ends of the overlap of two shapes lying askew, taken along the first's axis: at each,
+/// The two ends of the `overlap` of two shapes lying askew, taken along the first's axis: at each,
 /// the end of one axis against the other shape's side, and whether that end's rim lies past the
 /// other's cap. Such an end is not where the overlap ends: taken along the other axis, the
 /// overlap ends elsewhere. Two cylinders of a poured pile, 26° askew and 1.9e-5 m apart, had
@@ -654,15 +653,11 @@ pub(super) fn side_by_side(
 /// and along the other as the first's rim 2.4 cm past the second's cap, with no point where
 /// they touched. Another pair, read in one order and then the other from step to step, read
 /// up to 3.5 cm deep within 50 steps.
-fn askew_ends((lying1, axis1): (&Lying, &Axis), (lying2, axis2): (&Lying, &Axis)) -> Option<[(TouchPoint, bool); 2]> {
-    let (s2a, s2b) = (
-        axis1.along.dot(axis2.start - axis1.start),
-        axis1.along.dot(axis2.end - axis1.start),
-    );
-    let (low, high) = (s2a.min(s2b).max(0.0), s2a.max(s2b).min(axis1.length));
-    if high - low <= 1e-6 * axis1.length {
-        return None;
-    }
+fn askew_ends(
+    (lying1, axis1): (&Lying, &Axis),
+    (lying2, axis2): (&Lying, &Axis),
+    &Overlap { s2a, s2b, low, high }: &Overlap,
+) -> Option<[(TouchPoint, bool); 2]> {
     let end = |s: f64| {
         if s <= 0.0 || s >= axis1.length {
             lying1.end_on_side(axis1.at(s), axis1.along, lying2, axis2)
@@ -734,9 +729,29 @@ struct Axis {
     length: f64,
 }
 
+/// Where another axis segment lies along this one: its ends' projections (`s2a` its start's,
+/// `s2b` its end's, from this one's start) and the stretch of this segment between them.
+struct Overlap {
+    s2a: f64,
+    s2b: f64,
+    low: f64,
+    high: f64,
+}
+
 impl Axis {
     fn at(&self, s: f64) -> DVec3 {
         self.start + self.along * s
+    }
+
+    /// Where `other` lies along this axis; `None` where the two only meet end to end, and no
+    /// side touches the other.
+    fn overlap(&self, other: &Axis) -> Option<Overlap> {
+        let (s2a, s2b) = (
+            self.along.dot(other.start - self.start),
+            self.along.dot(other.end - self.start),
+        );
+        let (low, high) = (s2a.min(s2b).max(0.0), s2a.max(s2b).min(self.length));
+        (high - low > 1e-6 * self.length).then_some(Overlap { s2a, s2b, low, high })
     }
 
     /// The point of the segment nearest `point`.
@@ -823,6 +838,12 @@ mod tests {
     use super::*;
     use parry3d::query::PersistentQueryDispatcher;
     use parry3d::shape::{Cuboid, PackedFeatureId};
+
+    /// A pose captured in `f64` as parry's, translated by `-origin` so that `f32` keeps its
+    /// micrometres.
+    fn parry_pose((rotation, translation): (DQuat, DVec3), origin: DVec3) -> parry3d::math::Pose {
+        parry3d::math::Pose::from_parts((translation - origin).as_vec3(), rotation.as_quat())
+    }
 
     /// A manifold holding one point (where, `crossed` does not ask).
     fn with_a_point() -> ContactManifold<(), ()> {
@@ -925,9 +946,7 @@ mod tests {
             ),
             DVec3::new(0.7334165050417963, 1.1059896836835146, -0.46060761596950245),
         );
-        let pose = |(rotation, translation): (DQuat, DVec3)| {
-            parry3d::math::Pose::from_parts((translation - first.1).as_vec3(), rotation.as_quat())
-        };
+        let pose = |at| parry_pose(at, first.1);
         let contact = parry3d::query::contact(&pose(first), &cylinder, &pose(second), &cylinder, 0.01);
         let apart = contact.unwrap().unwrap().dist as f64;
         let shapes: (&dyn Shape, &dyn Shape) = (&cylinder, &cylinder);
@@ -986,9 +1005,7 @@ mod tests {
             ),
             DVec3::new(-0.9186599044355784, 1.6127770574105558, 0.27149985649029934),
         );
-        let pose = |(rotation, translation): (DQuat, DVec3)| {
-            parry3d::math::Pose::from_parts((translation - under.1).as_vec3(), rotation.as_quat())
-        };
+        let pose = |at| parry_pose(at, under.1);
         let shapes: (&dyn Shape, &dyn Shape) = (&cylinder, &cylinder);
         for (first, second) in [(leaning, under), (under, leaning)] {
             let mut manifolds = Vec::new();
