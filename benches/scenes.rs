@@ -18,7 +18,8 @@
 //! `cargo bench --bench scenes -- nomatch` prints only the tables;
 //! `SCENES=pyramid,pen` keeps only the scenes whose names contain one of those words;
 //! `SCENES=spheres1000` runs the 1000-sphere pen, left out by default (about 45 minutes).
-//! `MEASURE=570` measures steps 30–600 instead of 30–150 (the pen: 60–630).
+//! `MEASURE=570` measures steps 30–600 instead of 30–150 (the pen: 60–630); `SETTLE=600` starts
+//! measuring at step 600 (the pen's heap settled, `SCENES=pen SETTLE=600 MEASURE=600`).
 
 use std::time::{Duration, Instant};
 

@@ -203,11 +203,14 @@ pub fn sphere_pen(side: usize, layers: usize) -> Scene {
 
 /// The scenes whose name contains one of the comma-separated words of `SCENES`: by default all
 /// of `scenes`, and those of `named_only` only when a word begins their name. `MEASURE=570`
-/// measures that many steps of each after its settling ones (a long run: steps 30–600).
+/// measures that many steps of each after its settling ones (a long run: steps 30–600);
+/// `SETTLE=600` runs that many steps before measuring (a settled pen: its steps from 600 on).
 pub fn selected(scenes: Vec<Scene>, named_only: Vec<Scene>) -> Vec<Scene> {
-    let measure = std::env::var("MEASURE").ok().and_then(|m| m.parse().ok());
+    let env = |key: &str| std::env::var(key).ok().and_then(|m| m.parse().ok());
+    let (settle, measure) = (env("SETTLE"), env("MEASURE"));
     let mut scenes = filtered(scenes, named_only);
     for scene in &mut scenes {
+        scene.settle = settle.unwrap_or(scene.settle);
         scene.measure = measure.unwrap_or(scene.measure);
     }
     scenes
