@@ -71,6 +71,13 @@ fn variants() -> Vec<(&'static str, SolverSettings)> {
                 ..default
             },
         ),
+        (
+            "warm trend",
+            SolverSettings {
+                warm_trend: true,
+                ..default
+            },
+        ),
     ]
 }
 

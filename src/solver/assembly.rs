@@ -133,6 +133,17 @@ pub(crate) struct AssembledContact {
     pub source: Source,
 }
 
+impl AssembledContact {
+    /// A contact's world impulse in its rows `(n, t₁, t₂)`.
+    pub fn rows_of(&self, world: DVec3) -> Vector3<f64> {
+        Vector3::new(
+            world.dot(self.frame[0]),
+            world.dot(self.frame[1]),
+            world.dot(self.frame[2]),
+        )
+    }
+}
+
 /// The assembled step, reused across solves to keep the hot loop allocation-free.
 #[derive(Debug, Default)]
 pub(crate) struct Assembled {

@@ -113,6 +113,11 @@ pub struct SolverContact {
     pub restitution: f64,
     /// The impulse this contact carried last step, world frame, N·s: the warm start.
     pub warm_impulse: Option<DVec3>,
+    /// How `warm_impulse` changed over the last step, world frame, N·s. With
+    /// [`SolverSettings::warm_trend`](super::SolverSettings::warm_trend) on, the solver also tries
+    /// the warm start carried on by nine tenths of it, and starts from that where its residual is
+    /// the smaller. `None`: the contact is new, or its history is unknown.
+    pub warm_trend: Option<DVec3>,
     /// Normal velocity (m/s, negative when closing) with which this contact was struck, when the
     /// caller knows it better than the step-start velocity: a contact that was speculative last
     /// step, where the solver braked the bodies to touch exactly, had its true impact speed
@@ -136,6 +141,7 @@ impl SolverContact {
             friction: 0.5,
             restitution: 0.0,
             warm_impulse: None,
+            warm_trend: None,
             impact_velocity: None,
         }
     }

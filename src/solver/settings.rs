@@ -268,6 +268,24 @@ pub struct SolverSettings {
     pub nearest_impulses: bool,
     /// Use the contacts' warm-start impulses.
     pub warm_start: bool,
+    /// Also try the warm start carried on by nine tenths of each contact's
+    /// [`warm_trend`](super::SolverContact::warm_trend), and start from it where its residual is
+    /// the smaller. Off by default.
+    ///
+    /// A pile whose loads shift steadily, as under balls rolling through it, then starts nearer
+    /// its answer. The bench's poured 125-ball pen never comes to rest: three balls keep rolling
+    /// on the floor. Its steps 800–830, replayed on the same captured problems, took 754 Newton
+    /// iterations with it against 1054 without, 11.2 against 15.5 ms a step
+    /// (`SCENES=pen SETTLE=800 MEASURE=30 cargo bench --bench replay -- nomatch`, 7 December
+    /// 2026). An impact's loads do not shift steadily: on steps 60–120 the plain warm start was
+    /// always the nearer, and nothing changed.
+    ///
+    /// Why it is off: it sends poured piles elsewhere, and on the poured-cylinder test's 24 pours
+    /// its trajectories left 141 pair-steps deeper than 1 mm, over the test's bound of 130
+    /// (68 without). On 24 other pours (each pour's jitter shifted by +0.0025) it left 41 and
+    /// the code without it 171, so that test cannot tell its effect from chance; it was not judged
+    /// on more (`docs/sphere-pen.md`, thirty-eighth session).
+    pub warm_trend: bool,
     /// Record a per-Newton-iteration trace in the solver (for convergence studies).
     pub record_trace: bool,
 }
@@ -360,6 +378,7 @@ impl Default for SolverSettings {
             krylov_min_sliding: 100,
             krylov_min_bodies: 500,
             warm_start: true,
+            warm_trend: false,
             record_trace: false,
         }
     }

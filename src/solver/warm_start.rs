@@ -1,6 +1,7 @@
 //! Carrying impulses from one step to the next (design note §3, warm start): matched by contact
 //! id; for a contact whose id is new, by position within its manifold; and a manifold that lost
-//! a point hands that point's impulse to its nearest point left.
+//! a point hands that point's impulse to its nearest point left. A contact matched by id also
+//! gets its impulse's change over the last step, its trend (`SolverSettings::warm_trend`).
 //!
 //! Both fallbacks are for box faces resting flush on box faces, where parry's clipped manifolds
 //! are degenerate. Tilted by 1e-5 rad, such a face renames corners (a vertex-face point becomes
@@ -29,6 +30,8 @@ struct Remembered {
     id: u64,
     point: DVec3,
     impulse: DVec3,
+    /// How `impulse` changed over its step, where the contact had a warm start.
+    trend: Option<DVec3>,
     /// Taken this step, by its own id or by a new contact nearby.
     claimed: bool,
 }
@@ -81,12 +84,14 @@ impl WarmStartCache {
         }
         self.index();
         for contact in contacts.iter_mut() {
-            contact.warm_impulse = self.by_id.get(&contact.id).map(|&i| {
+            let entry = self.by_id.get(&contact.id).map(|&i| {
                 self.entries[i].claimed = true;
                 // The next call's contacts most likely follow the last one matched here.
                 self.cursor = self.cursor.max(i + 1);
-                self.entries[i].impulse
+                self.entries[i]
             });
+            contact.warm_impulse = entry.map(|e| e.impulse);
+            contact.warm_trend = entry.and_then(|e| e.trend);
         }
         let reach = self.match_distance * self.match_distance;
         for contact in contacts.iter_mut().filter(|c| c.warm_impulse.is_none()) {
@@ -102,6 +107,7 @@ impl WarmStartCache {
             if let Some((_, entry)) = nearest {
                 entry.claimed = true;
                 contact.warm_impulse = Some(entry.impulse);
+                contact.warm_trend = None;
             }
         }
         // A manifold that lost a point (four corners to three): its impulse goes to the nearest
@@ -159,6 +165,7 @@ impl WarmStartCache {
         for (entry, contact) in self.entries[start..end].iter_mut().zip(contacts) {
             entry.claimed = true;
             contact.warm_impulse = Some(entry.impulse);
+            contact.warm_trend = entry.trend;
         }
         self.cursor = end;
         true
@@ -176,19 +183,24 @@ impl WarmStartCache {
     }
 
     /// Records this step's warm impulses ([`Solution::warm_impulses`], or the impulses where a
-    /// solution has none) for the next step (call once per island).
+    /// solution has none), and each one's change from the contact's warm start, for the next step
+    /// (call once per island).
     pub fn record(&mut self, contacts: &[SolverContact], solution: &Solution) {
         self.next.extend(
             contacts
                 .iter()
                 .zip(&solution.impulses)
                 .enumerate()
-                .map(|(k, (contact, impulse))| Remembered {
-                    manifold: contact.manifold,
-                    id: contact.id,
-                    point: contact.point,
-                    impulse: solution.warm_impulses.get(k).copied().unwrap_or(impulse.world),
-                    claimed: false,
+                .map(|(k, (contact, impulse))| {
+                    let impulse = solution.warm_impulses.get(k).copied().unwrap_or(impulse.world);
+                    Remembered {
+                        manifold: contact.manifold,
+                        id: contact.id,
+                        point: contact.point,
+                        impulse,
+                        trend: contact.warm_impulse.map(|warm| impulse - warm),
+                        claimed: false,
+                    }
                 }),
         );
     }

@@ -240,13 +240,7 @@ impl Solver {
         for (c, contact) in self.asm.contacts.iter().enumerate() {
             // Contacts warm-start from world impulses, joint blocks from their row impulses.
             let start = match contact.source {
-                Source::Contact(i) => problem.contacts[i].warm_impulse.map(|w| {
-                    Vector3::new(
-                        w.dot(contact.frame[0]),
-                        w.dot(contact.frame[1]),
-                        w.dot(contact.frame[2]),
-                    )
-                }),
+                Source::Contact(i) => problem.contacts[i].warm_impulse.map(|w| contact.rows_of(w)),
                 Source::Constraint(i) => problem.constraints[i].warm_impulse.map(|w| Vector3::new(w.x, w.y, w.z)),
             };
             let start = start.filter(|w| warm && settings.warm_start && w.iter().all(|x| x.is_finite()));
@@ -272,10 +266,7 @@ impl Solver {
             penalty: settings.initial_penalty,
             ..Default::default()
         };
-        let initial = contact_residuals(&self.asm, &self.v, &self.lambda);
-        // Near its answer: the first penalty can be stiff, and the answer's holding impulses
-        // follow by linearization.
-        let near = warm_started && initial.worst() <= settings.warm_penalty_max_residual;
+        let mut initial = contact_residuals(&self.asm, &self.v, &self.lambda);
         self.keep_best();
         // A warm start is accepted as it is only within `warm_start_accept` too: see there why a
         // loose tolerance must not let a resting scene creep.
@@ -288,6 +279,16 @@ impl Solver {
             report.warm_start_accepted = nc > 0;
             return self.finish(report, initial, None);
         }
+        if warm_started && settings.warm_trend {
+            initial = self.carry_trend(problem, initial);
+            if initial.within(accept) {
+                report.warm_start_accepted = true;
+                return self.finish(report, initial, None);
+            }
+        }
+        // Near its answer: the first penalty can be stiff, and the answer's holding impulses
+        // follow by linearization.
+        let near = warm_started && initial.worst() <= settings.warm_penalty_max_residual;
         self.asm.index_pairs();
         let near_miss = warm_started && initial.worst() <= settings.smoothing_max_ratio * accept;
         if near_miss && let Some(corrected) = self.correct_through_held(problem, settings, accept) {

@@ -1,11 +1,13 @@
-//! Before the outer loop: a warm start that just misses the acceptance level is corrected through
-//! the factorization an earlier solve left (`held_step`) or by a few smoothing sweeps, and a solve
-//! that starts far from its answer at a loose tolerance first runs the Gauss–Seidel sweeps. Each
-//! works on a trial pair and keeps it only if it is better.
+//! Before the outer loop: a warm start whose contacts' loads shift steadily is carried on by
+//! their trends (`carry_trend`), a warm start that just misses the acceptance level is corrected
+//! through the factorization an earlier solve left (`held_step`) or by a few smoothing sweeps,
+//! and a solve that starts far from its answer at a loose tolerance first runs the Gauss–Seidel
+//! sweeps. Each works on a trial pair and keeps it only if it is better.
 //!
 //! Part of [`Solver`]: works on its buffers, which `mod.rs` sizes; reads the assembled problem.
 
 use super::Solver;
+use crate::solver::assembly::Source;
 use crate::solver::held_step::HeldStep;
 use crate::solver::problem::StepProblem;
 use crate::solver::report::SolveReport;
@@ -19,7 +21,43 @@ const SWEEPS_PER_CHECK: u32 = 5;
 /// Smoothing sweeps between two checks once the first `smoothing_sweeps` have missed.
 const SMOOTHING_SWEEPS_PER_CHECK: u32 = 10;
 
+/// The fraction of each contact's trend the carried warm start adds (`SolverSettings::warm_trend`).
+/// Below 1, so that a drift of loads that changes no velocity (a statically indeterminate pile's),
+/// carried along with a real trend, dies away instead of going on step after step.
+const TREND_CARRY: f64 = 0.9;
+
 impl Solver {
+    /// Replaces the warm start `(λ, v)`, whose residuals are `plain`, by the one carried on by
+    /// [`TREND_CARRY`] of the contacts' trends if that has the smaller residual (see
+    /// `SolverSettings::warm_trend`); returns the residuals of the start kept.
+    pub(super) fn carry_trend(&mut self, problem: &StepProblem, plain: ContactResiduals) -> ContactResiduals {
+        let mut any = false;
+        self.begin_trial();
+        for (c, contact) in self.asm.contacts.iter().enumerate() {
+            let Source::Contact(i) = contact.source else {
+                continue;
+            };
+            let (Some(warm), Some(trend)) = (problem.contacts[i].warm_impulse, problem.contacts[i].warm_trend) else {
+                continue;
+            };
+            let carried = warm + TREND_CARRY * trend;
+            if !carried.is_finite() {
+                continue;
+            }
+            self.lambda_next[c] = contact.cone.project(&contact.rows_of(carried));
+            any = true;
+        }
+        if !any {
+            return plain;
+        }
+        let carried = self.trial_residuals();
+        if carried.worst() >= plain.worst() {
+            return plain;
+        }
+        self.keep_trial();
+        carried
+    }
+
     /// Smooths the warm start `(λ, v)` in scratch buffers and, if the smoothed pair (with `v`
     /// recomputed from the impulses, so it satisfies the dynamics exactly) is within `accept`,
     /// keeps it as the answer and returns its residuals; `report` counts the sweeps. The first
