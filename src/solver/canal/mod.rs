@@ -275,16 +275,12 @@ impl Solver {
         } else {
             settings.tolerance
         };
+        if warm_started && settings.warm_trend && !initial.within(accept) {
+            initial = self.carry_trend(problem, initial);
+        }
         if initial.within(accept) {
             report.warm_start_accepted = nc > 0;
             return self.finish(report, initial, None);
-        }
-        if warm_started && settings.warm_trend {
-            initial = self.carry_trend(problem, initial);
-            if initial.within(accept) {
-                report.warm_start_accepted = true;
-                return self.finish(report, initial, None);
-            }
         }
         // Near its answer: the first penalty can be stiff, and the answer's holding impulses
         // follow by linearization.
