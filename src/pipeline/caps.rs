@@ -36,32 +36,40 @@ const OVER_FACE: f32 = 2e-6;
 /// has its cap a whole height below the box's top face.
 const DEPTH_SLACK: f64 = 1e-2;
 
-/// Where `manifold`'s shapes (parry's order, at these world rotations and translations) are a
-/// cylinder standing on its cap, to [`FACE_NORMAL`], on a face of the other shape's triangle or
-/// part: the rim points over that face, written to `points`, in parry's order. Not on a single
-/// shape's face that misses a rim point, nor on a compound's part that misses all four and lies
-/// under the cap's centre.
-///
-/// The face is the one the cylinder's axis is normal to, not the one nearest parry's normal: a
-/// rim point exactly over the seam of two tiles touches the next tile's edge, and parry's normal
-/// there is that tile's side face.
-pub(super) fn cap_on_face(
+/// Where one of `manifold`'s shapes (parry's order, at these world rotations and translations)
+/// is a cylinder on a face of the other: standing on its cap ([`cap_on_face`]), else tilted on
+/// its rim ([`rim_on_face`]); its points written to `points`.
+pub(super) fn cylinder_on_face(
     manifold: &ContactManifold<(), ()>,
     shapes: (&dyn Shape, &dyn Shape),
     pose1: (DQuat, DVec3),
     pose2: (DQuat, DVec3),
     points: &mut Vec<(TouchPoint, u64)>,
 ) -> bool {
-    let Some(CylinderOnFlat {
+    CylinderOnFlat::of(manifold, shapes, pose1, pose2)
+        .is_some_and(|on_flat| cap_on_face(manifold, &on_flat, points) || rim_on_face(manifold, &on_flat, points))
+}
+
+/// Where `on_flat` is a cylinder standing on its cap, to [`FACE_NORMAL`], on a face of the other
+/// shape's triangle or part: the rim points over that face, written to `points`, in parry's
+/// order. Not on a single shape's face that misses a rim point, nor on a compound's part that
+/// misses all four and lies under the cap's centre.
+///
+/// The face is the one the cylinder's axis is normal to, not the one nearest parry's normal: a
+/// rim point exactly over the seam of two tiles touches the next tile's edge, and parry's normal
+/// there is that tile's side face.
+fn cap_on_face(
+    manifold: &ContactManifold<(), ()>,
+    on_flat: &CylinderOnFlat,
+    points: &mut Vec<(TouchPoint, u64)>,
+) -> bool {
+    let CylinderOnFlat {
         cylinder,
         cylinder_first,
         flat: (flat, flat_subshape),
         cylinder_pose,
         flat_pose,
-    }) = CylinderOnFlat::of(manifold, shapes, pose1, pose2)
-    else {
-        return false;
-    };
+    } = *on_flat;
     let (rotation, translation) = cylinder_pose;
     let flat_rotation = flat_pose.0;
     let axis = rotation * DVec3::Y;
@@ -81,10 +89,7 @@ pub(super) fn cap_on_face(
         return false;
     };
     let rim = [DVec3::X, DVec3::Z, DVec3::NEG_X, DVec3::NEG_Z].map(|along| rotation * along * radius);
-    let over = |point: DVec3| {
-        let touch = plane.touch(point);
-        over_face(flat, flat_subshape, plane.on_flat_local(&touch, flat_pose)).then_some(touch)
-    };
+    let over = |point: DVec3| on_flat.touch_over(&plane, point);
     points.clear();
     for (offset, id) in rim.into_iter().zip(RIM_IDS) {
         points.extend(over(cap_centre + offset).map(|touch| (touch, id)));
@@ -113,6 +118,7 @@ fn over_face(shape: &dyn Shape, subshape: u32, local: Vec3) -> bool {
 }
 
 /// A manifold's cylinder and the other shape, in parry's order.
+#[derive(Clone, Copy)]
 struct CylinderOnFlat<'a> {
     cylinder: &'a Cylinder,
     /// Whether the cylinder is parry's first shape.
@@ -152,6 +158,14 @@ impl<'a> CylinderOnFlat<'a> {
             },
         })
     }
+
+    /// `point` measured against `plane`, a face of the flat shape's part or triangle, where it
+    /// stands over that face.
+    fn touch_over(&self, plane: &FacePlane, point: DVec3) -> Option<TouchPoint> {
+        let touch = plane.touch(point);
+        let (flat, subshape) = self.flat;
+        over_face(flat, subshape, plane.on_flat_local(&touch, self.flat_pose)).then_some(touch)
+    }
 }
 
 /// Ids of a tilted cap's rim points: its lowest, then each eighth of the way round. Apart from
@@ -177,12 +191,11 @@ const TILTED_RIM_IDS: [u64; 8] = [
 /// face (60°). Leaning further, it rests on its side's ends, `refine::side_on_face`'s.
 const RIM_LEAN: f64 = 0.5;
 
-/// Where `manifold`'s shapes (parry's order, at these world rotations and translations) are a
-/// cylinder resting tilted on its rim on the face of a box or a hull, its axis leaning from the
-/// face's normal by more than [`FACE_NORMAL`] allows [`cap_on_face`] and less than
-/// [`RIM_LEAN`]: the rim's lowest point, and the points each eighth of the way round from it,
-/// each measured against the face's plane, written to `points` in parry's order.
-/// Not where the lowest point lies off the face (on its edge, parry's answer stands), nor where
+/// Where `on_flat` is a cylinder resting tilted on its rim on the face of a box or a hull, its
+/// axis leaning from the face's normal by more than [`FACE_NORMAL`] allows [`cap_on_face`] and
+/// less than [`RIM_LEAN`]: the rim's lowest point, and the points each eighth of the way round
+/// from it, each measured against the face's plane, written to `points` in parry's order. Not
+/// where the lowest point lies off the face (on its edge, parry's answer stands), nor where
 /// it reads deeper than parry's points by more than [`DEPTH_SLACK`] of the radius.
 ///
 /// The face is the one nearest parry's normal. parry's points for a rim are a square turned to
@@ -190,23 +203,18 @@ const RIM_LEAN: f64 = 0.5;
 /// while it turns little: a cylinder rocking on its rim in a poured pile rested on two corners
 /// with its lowest point between them 1.6 mm under the ground, and in the steps where parry
 /// computed afresh, GJK's normal was 35° astray or its depths 2 mm shallow.
-pub(super) fn rim_on_face(
+fn rim_on_face(
     manifold: &ContactManifold<(), ()>,
-    shapes: (&dyn Shape, &dyn Shape),
-    pose1: (DQuat, DVec3),
-    pose2: (DQuat, DVec3),
+    on_flat: &CylinderOnFlat,
     points: &mut Vec<(TouchPoint, u64)>,
 ) -> bool {
-    let Some(CylinderOnFlat {
+    let CylinderOnFlat {
         cylinder,
         cylinder_first,
         flat: (flat, flat_subshape),
         cylinder_pose: (rotation, translation),
         flat_pose,
-    }) = CylinderOnFlat::of(manifold, shapes, pose1, pose2)
-    else {
-        return false;
-    };
+    } = *on_flat;
     if !matches!(flat.shape_type(), ShapeType::Cuboid | ShapeType::ConvexPolyhedron) {
         return false;
     }
@@ -230,10 +238,7 @@ pub(super) fn rim_on_face(
     let down = -plane.normal;
     let lowest = (down - out_of_face * down.dot(out_of_face)).normalize();
     let quarter = out_of_face.cross(lowest);
-    let over = |point: DVec3| {
-        let touch = plane.touch(point);
-        over_face(flat, flat_subshape, plane.on_flat_local(&touch, flat_pose)).then_some(touch)
-    };
+    let over = |point: DVec3| on_flat.touch_over(&plane, point);
     let Some(touch) = over(cap_centre + lowest * radius) else {
         return false;
     };
@@ -283,8 +288,9 @@ mod tests {
         poses: ((DQuat, DVec3), (DQuat, DVec3)),
     ) -> Vec<(TouchPoint, u64)> {
         let (cylinder, slab) = cylinder_and_slab();
+        let on_flat = CylinderOnFlat::of(manifold, (&cylinder, &slab), poses.0, poses.1).expect("a cylinder");
         let mut points = Vec::new();
-        assert!(rim_on_face(manifold, (&cylinder, &slab), poses.0, poses.1, &mut points));
+        assert!(rim_on_face(manifold, &on_flat, &mut points));
         points
     }
 

@@ -8,7 +8,7 @@ use parry3d::math::Pose;
 use parry3d::query::{ContactManifold, TrackedContact};
 use parry3d::shape::Shape;
 
-use super::caps::{cap_on_face, rim_on_face};
+use super::caps::cylinder_on_face;
 use super::refine::{
     CROSSED_ID, LINE_END_IDS, TouchPoint, crossed, face_contact, line_contact, rest_on_ends, side_by_side,
 };
@@ -130,8 +130,7 @@ impl<'a> ManifoldView<'a> {
         let (first, second) = self.poses();
         let shapes = self.parry_order(shapes);
         // A cap stands on a face's exact plane, whichever part it is: no seam's cone to ask.
-        let replaced = if cap_on_face(self.manifold, shapes, first, second, points)
-            || rim_on_face(self.manifold, shapes, first, second, points)
+        let replaced = if cylinder_on_face(self.manifold, shapes, first, second, points)
             || across_seam(self.manifold, shapes, self.parry_order(cones), first, second, points).is_some()
         {
             true
