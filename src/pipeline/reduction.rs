@@ -136,11 +136,18 @@ pub(super) fn suspect(manifold: &ContactManifold<(), ()>) -> bool {
 /// last one must lie for the manifold to be read the other way round (see [`reverse`]).
 const REVERSAL_GAP: f32 = 1e-4;
 
+/// How nearly opposite, as a cosine, a manifold's normal must point to the pair's last one to be
+/// read as parry's sign slipped (within 26° of it): a slipped sign negates the normal. GJK's
+/// normal between two cylinders lying end to side at touching distance was once vertical, 90°
+/// off the pair's; read as slipped whenever the next normal leaned past the perpendicular, the
+/// right one was negated, its face taken on the far cap, and the pair read 1 m deep.
+const REVERSAL_COS: f64 = -0.9;
+
 /// Whether the manifold's normal `now` points against the pair's normal of the last step,
-/// `before` (both in one frame), while the shapes touch within [`REVERSAL_GAP`]: parry's sign
-/// slipped, not the bodies through each other.
+/// `before` (both in one frame, unit), while the shapes touch within [`REVERSAL_GAP`]: parry's
+/// sign slipped, not the bodies through each other.
 pub(super) fn reversed(manifold: &ContactManifold<(), ()>, now: DVec3, before: DVec3) -> bool {
-    now.dot(before) < 0.0 && manifold.points.iter().any(|p| p.dist.abs() < REVERSAL_GAP)
+    now.dot(before) < REVERSAL_COS && manifold.points.iter().any(|p| p.dist.abs() < REVERSAL_GAP)
 }
 
 /// Reads the manifold the other way round: the normals and every gap negated, the points where
@@ -410,6 +417,20 @@ impl Reduction {
     }
 }
 
+/// A manifold holding one point `dist` apart (where, the tests that ask do not look).
+#[cfg(test)]
+pub(super) fn manifold_with_a_point(dist: f32) -> ContactManifold<(), ()> {
+    let mut manifold = ContactManifold::with_data(0, 0, ());
+    manifold.points.push(TrackedContact::new(
+        Vec3::ZERO,
+        Vec3::ZERO,
+        PackedFeatureId::UNKNOWN,
+        PackedFeatureId::UNKNOWN,
+        dist,
+    ));
+    manifold
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::manifold_view::WorldPose;
@@ -472,5 +493,18 @@ mod tests {
         assert!(turned.dot(-out_of_a) > 0.9999, "{turned} against {}", -out_of_a);
         assert!((closest(&wrong) - closest(&right)).abs() < 1e-6);
         assert!((deepest(&wrong.points) - deepest(&right.points)).abs() < 1e-6);
+    }
+
+    /// GJK's normal between two cylinders lying end to side, 1e-6 m apart, was vertical at one
+    /// step and right, horizontal, at the next: turned across, not negated. A negated normal,
+    /// at that distance, is a slipped sign.
+    #[test]
+    fn a_normal_turned_across_is_no_slipped_sign() {
+        let manifold = manifold_with_a_point(-1.07e-6);
+        let before = DVec3::new(3.249740934665186e-5, 0.9999999994012811, 1.1889325154879996e-5);
+        let now = DVec3::new(0.9812637453732159, -0.000614987914524358, 0.19266832590229593);
+        assert!(now.dot(before) < 0.0);
+        assert!(!reversed(&manifold, now, before));
+        assert!(reversed(&manifold, -before, before));
     }
 }
