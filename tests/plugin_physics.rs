@@ -417,6 +417,28 @@ fn a_log_cabins_crossed_logs_rest() {
     assert!(farthest < 1e-4, "moved up to {farthest} m");
 }
 
+/// A log laid across an upright cylinder's cap, off its centre, rests on the chord the cap's rim
+/// cuts from its lowest line, at both ends of it (μ = 0.8). parry gave the pair GJK's nearest
+/// point, at one end of the chord or the other: the log rocked from end to end and slid off
+/// within 10 s in each of these placements (0.6–4.4 m).
+#[test]
+fn a_log_across_an_upright_cylinders_cap_rests() {
+    let along_z = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
+    for (x, z, turn) in [(0.2, 0.3, 0.0), (-0.3, 0.1, 0.7), (0.35, -0.2, 1.3)] {
+        let bodies = [
+            (Collider::cylinder(0.5, 1.0), Transform::from_xyz(0.0, 0.5, 0.0)),
+            (
+                Collider::cylinder(0.25, 2.0),
+                Transform::from_xyz(x, 1.25, z).with_rotation(Quat::from_rotation_y(turn) * along_z),
+            ),
+        ];
+        // Four rim points on the ground, the chord's two ends under the log.
+        let farthest = rest_twenty_seconds(&bodies, 30, 6, "log on a cap");
+        println!("log across a cap at ({x}, {z}), turned {turn}: moved at most {farthest:e} m in 20 s");
+        assert!(farthest < 1e-4, "({x}, {z}), turned {turn}: moved up to {farthest} m");
+    }
+}
+
 /// What one pour of [`pour_cylinders`] came to.
 struct Pour {
     /// Steps in which a pair's normal turned against its last step's.

@@ -10,7 +10,7 @@ use parry3d::shape::Shape;
 
 use super::caps::cylinder_on_face;
 use super::refine::{
-    CROSSED_ID, LINE_END_IDS, TouchPoint, crossed, face_contact, line_contact, rest_on_ends, side_by_side,
+    CROSSED_ID, LINE_END_IDS, TouchPoint, crossed, face_contact, line_contact, rest_on_ends, side_by_side, side_on_cap,
 };
 use super::seams::{PartCones, across_seam};
 
@@ -117,7 +117,8 @@ impl<'a> ManifoldView<'a> {
     /// cap on a face (`caps`), else across a cut between a compound's parts (`seams`), else a
     /// line of contact (`refine::line_contact`), with two axes' crossing between its ends where
     /// they lie askew, or its ends lowered onto that crossing where they lie nearly parallel
-    /// (`refine::rest_on_ends`), else that crossing alone (`refine::crossed`), else a flat
+    /// (`refine::rest_on_ends`), else a side lying across a cylinder's cap
+    /// (`refine::side_on_cap`), else that crossing alone (`refine::crossed`), else a flat
     /// contact found through GJK (`refine::face_contact`). `shapes` and their parts' `cones` in
     /// the pair's order.
     pub fn replaced(
@@ -144,6 +145,10 @@ impl<'a> ManifoldView<'a> {
             if !rested {
                 points.extend(crossing.map(|point| (point, CROSSED_ID)));
             }
+            true
+        } else if let Some(ends) = side_on_cap(self.manifold, shapes, first, second) {
+            points.clear();
+            points.extend(ends.into_iter().zip(LINE_END_IDS));
             true
         } else if let Some(point) = crossed(self.manifold, shapes, first, second) {
             points.clear();
