@@ -1245,11 +1245,11 @@ mod tests {
                 let ends = side_on_cap(&manifolds[0], shapes, first, second);
                 assert_eq!(ends.is_some(), touches, "tilted {tilt} rad");
                 let Some(ends) = ends else { continue };
-                let up = if first == standing { DVec3::NEG_Y } else { DVec3::Y };
+                let out_of_second = if first == standing { DVec3::NEG_Y } else { DVec3::Y };
                 for (end, z) in ends.iter().zip([-half_chord, half_chord]) {
                     let on_cap = if first == standing { end.on_first } else { end.on_second };
                     assert!((end.gap + 1e-3).abs() < 1e-12, "gap {}", end.gap);
-                    assert!((end.normal - up).length() < 1e-12, "normal {}", end.normal);
+                    assert!((end.normal - out_of_second).length() < 1e-12, "normal {}", end.normal);
                     let expected = DVec3::new(0.2, 0.5, z);
                     assert!((on_cap - expected).length() < 1e-12, "{on_cap} against {expected}");
                 }
