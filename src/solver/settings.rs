@@ -280,11 +280,12 @@ pub struct SolverSettings {
     /// 2026). An impact's loads do not shift steadily: on steps 60–120 the plain warm start was
     /// always the nearer, and nothing changed.
     ///
-    /// Why it is off: it sends poured piles elsewhere, and on the poured-cylinder test's 24 pours
-    /// its trajectories left 141 pair-steps deeper than 1 mm, over the test's bound of 130
-    /// (68 without). On 24 other pours (each pour's jitter shifted by +0.0025) it left 41 and
-    /// the code without it 171, so that test cannot tell its effect from chance; it was not judged
-    /// on more (`docs/sphere-pen.md`, thirty-eighth session).
+    /// Why it is off: it sends poured piles elsewhere, and the poured-cylinder test's counts swing
+    /// by a factor of two and more from one draw of 24 pours to the next. First judged on two
+    /// draws (thirty-eighth session), it left 141 pair-steps deeper than 1 mm, over the test's
+    /// bound of 130, and 41; the code without it 68 and 171. Judged again on four draws, with the
+    /// narrow phase's fixes of the thirty-ninth session, it left 301 against 233 in all, and 150
+    /// on one draw, over the bound (`docs/sphere-pen.md`).
     pub warm_trend: bool,
     /// Record a per-Newton-iteration trace in the solver (for convergence studies).
     pub record_trace: bool,
