@@ -2,7 +2,8 @@
 //!
 //! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
 //! (contact points; with `manifold_view`, parry's answers in world coordinates, `lost_contact`,
-//! a mesh's triangles asked one by one when parry lost a touching pair, `caps`, a cylinder's cap
+//! a mesh's triangles asked one by one when parry lost a touching pair, `separation`, parry's
+//! normal checked against the shapes' extremes, `caps`, a cylinder's cap
 //! on a face, `refine`, exact lines of contact along cylinders and capsules and exact faces under
 //! GJK, `seams`, no contact through the cuts between a compound's parts, and `reduction`, which
 //! points the solver gets) → [`solve`] (islands, CANAL; `push_out`, remaining penetration removed by
@@ -24,6 +25,7 @@ mod push_out;
 mod reduction;
 mod refine;
 pub(crate) mod seams;
+mod separation;
 mod shape_cache;
 pub(crate) mod solve;
 mod world;

@@ -25,6 +25,7 @@ use super::lost_contact::{DRAWN_APART, ask_drawn_apart, ask_each_triangle};
 use super::manifold_view::{ManifoldView, WorldPose};
 use super::reduction::{Candidate, Reduction, reverse, reversed, suspect};
 use super::refine::{TouchPoint, part};
+use super::separation::{astray, centres_apart};
 use super::world::SimBody;
 use crate::resources::PhysicsSettings;
 
@@ -76,6 +77,8 @@ pub(crate) struct NarrowPhase {
     reduction: Reduction,
     /// A pair's manifolds asked for with its shapes swapped, for this step only.
     swapped_manifolds: Vec<ContactManifold<(), ()>>,
+    /// A pair's manifolds asked for swapped and drawn apart, for this step only.
+    drawn_manifolds: Vec<ContactManifold<(), ()>>,
     /// The points replacing one manifold (`ManifoldView::replaced`), with their feature ids.
     replaced_points: Vec<(TouchPoint, u64)>,
 }
@@ -216,6 +219,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             cache,
             reduction,
             swapped_manifolds,
+            drawn_manifolds,
             replaced_points,
         } = &mut world.narrow_phase;
         let cache = cache.entry((body1.entity, body2.entity)).or_default();
@@ -271,9 +275,13 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         // deep, the normal 100° off), or its normal turned against the last step's beyond the
         // touching distance where `reverse` applies (two cylinders 1.6 mm apart read 0.45 mm
         // deep, the normal 98° off), or its least gap deeper than parry's one-shot query finds
-        // (`found_gap`).
+        // (`found_gap`). So, too, is a manifold whose normal the shapes' extremes contradict
+        // (`separation::astray`), and where the other order's does as well, the pair is asked
+        // once more drawn apart: two upright cylinders stacked cap on cap, exactly touching, got
+        // a horizontal normal in both orders, and the upper one fell 2.7 mm.
         let lost = touched && !any_point(&cache.manifolds);
         let composite = is_composite(shape1) || is_composite(shape2);
+        let refined = may_refine(shape1) || may_refine(shape2);
         let least = least_gap(&cache.manifolds);
         let deepened = cache
             .deepest
@@ -284,12 +292,22 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 .is_some_and(|now| now.dot(before) < 0.0 && !reversed(manifold, now, before)),
             _ => false,
         };
-        let other_order = lost
-            || deepened
-            || turned
-            || cache.manifolds.iter().any(|manifold| {
-                suspect(manifold) && !ManifoldView::new(manifold, false, pose1, pose2).touches_by_axes((shape1, shape2))
-            });
+        let rebuilt = |manifold: &ContactManifold<(), ()>, swapped: bool| {
+            ManifoldView::new(manifold, swapped, pose1, pose2).touches_by_axes((shape1, shape2))
+        };
+        // A convex pair's manifold whose normal the shapes' extremes contradict, where parry
+        // does not read the pair exactly and the axes do not rebuild it.
+        let astray_unrebuilt = |manifold: &ContactManifold<(), ()>, swapped: bool| {
+            let parrys_order = if swapped { (shape2, shape1) } else { (shape1, shape2) };
+            refined && !composite && astray(manifold, parrys_order) && !rebuilt(manifold, swapped)
+        };
+        // Or one whose normal parry's own points contradict.
+        let implausible = |manifold: &ContactManifold<(), ()>, swapped: bool| {
+            astray_unrebuilt(manifold, swapped) || (suspect(manifold) && !rebuilt(manifold, swapped))
+        };
+        let astray_here = cache.manifolds.iter().any(|manifold| astray_unrebuilt(manifold, false));
+        let other_order =
+            lost || deepened || turned || astray_here || cache.manifolds.iter().any(|m| implausible(m, false));
         let found = if other_order || composite {
             None
         } else {
@@ -316,6 +334,19 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                         ask_drawn_apart(&pos21, shape2, shape1, apart, prediction, swapped_manifolds);
                     }
                     None => ask_each_triangle(&pos21, shape2, shape1, prediction, swapped_manifolds),
+                }
+            } else if let [manifold] = swapped_manifolds.as_slice()
+                && astray_here
+                && implausible(manifold, true)
+                && let Some(apart) = centres_apart(&pos21, (shape2, shape1), DRAWN_APART)
+            {
+                // Astray in this order, implausible in the other: GJK lost its way where the
+                // shapes just touch. Drawn apart, its closest points are on their surfaces.
+                ask_drawn_apart(&pos21, shape2, shape1, apart, prediction, drawn_manifolds);
+                if let [drawn] = drawn_manifolds.as_slice()
+                    && !implausible(drawn, true)
+                {
+                    std::mem::swap(swapped_manifolds, drawn_manifolds);
                 }
             }
         }
@@ -380,7 +411,6 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             });
         };
         let cones = (c1.part_cones(), c2.part_cones());
-        let refined = may_refine(shape1) || may_refine(shape2);
         for view in manifolds.iter().map(|m| ManifoldView::new(m, swapped, pose1, pose2)) {
             let Some(normal) = view.normal() else { continue };
             let (subshape1, subshape2) = view.subshapes();
