@@ -146,6 +146,69 @@ fn a_hull_resting_far_from_the_centre_of_a_slab_stays_put() {
     }
 }
 
+/// A prism on a regular polygon of `sides` corners, `radius` round and `height` tall, as a hull.
+fn prism_hull(sides: usize, radius: f32, height: f32) -> Collider {
+    let corners: Vec<Vec3> = (0..2 * sides)
+        .map(|k| {
+            let angle = (k / 2) as f32 * std::f32::consts::TAU / sides as f32;
+            Vec3::new(radius * angle.cos(), [-0.5, 0.5][k % 2] * height, radius * angle.sin())
+        })
+        .collect();
+    Collider::convex_hull(&corners).unwrap()
+}
+
+/// Two seven-sided prisms stacked, the upper turned by 0.2 rad, and a box on top. parry tells
+/// its clipping a face by at most four corners, and of a hull's face it took the first four: the
+/// lower prism stood on four corners to one side of its centre, tipped over that chord and sank
+/// 28 cm into the slab within a second. Each face now touches the other shape over their whole
+/// overlap: the prism's seven corners on the slab, eight of the fourteen crossings of the two
+/// prisms' edges (the reduction's most, spanning them), the box's four corners.
+#[test]
+fn hulls_with_faces_of_seven_corners_rest() {
+    let prism = prism_hull(7, 0.3, 0.3);
+    let bodies = [
+        (prism.clone(), Transform::from_xyz(3.0, 0.15, 0.0)),
+        (
+            prism,
+            Transform::from_xyz(3.0, 0.45, 0.0).with_rotation(Quat::from_rotation_y(0.2)),
+        ),
+        (Collider::cuboid(0.3, 0.2, 0.3), Transform::from_xyz(3.0, 0.7, 0.0)),
+    ];
+    let moved = rest_twenty_seconds(&bodies, 30, 7 + 8 + 4, "prisms");
+    println!("two seven-sided prisms and a box, 20 s: moved {moved:e} m");
+    assert!(moved < 1e-6, "moved {moved} m");
+}
+
+/// A cylinder standing on a seven-sided prism, and a prism standing on a cylinder's cap. Where a
+/// cap meets a face that parry cuts short, the contact is their overlap: the rim's points over
+/// the face, the face's corners over the cap and the crossings of the face's edges with the rim.
+/// Read with parry's four corners of the face instead, the cylinder sank 4.9 mm into the prism
+/// within a second, and the prism tipped over and 28 cm into the cylinder.
+#[test]
+fn a_cylinder_and_a_seven_sided_prism_stand_on_each_other() {
+    let prism = prism_hull(7, 0.3, 0.3);
+    let cylinder_on_prism = [
+        (prism.clone(), Transform::from_xyz(-2.0, 0.15, 1.0)),
+        (Collider::cylinder(0.28, 0.4), Transform::from_xyz(-2.0, 0.5, 1.0)),
+    ];
+    // Seven corners on the slab; the rim crosses the face's seven edges twice, and the
+    // reduction keeps eight of those points.
+    let moved = rest_twenty_seconds(&cylinder_on_prism, 30, 7 + 8, "cylinder on a prism");
+    println!("cylinder on a seven-sided prism, 20 s: moved {moved:e} m");
+    assert!(moved < 1e-6, "cylinder on a prism moved {moved} m");
+    let prism_on_cylinder = [
+        (Collider::cylinder(0.5, 0.4), Transform::from_xyz(-2.0, 0.2, 1.0)),
+        (
+            prism,
+            Transform::from_xyz(-2.0, 0.55, 1.0).with_rotation(Quat::from_rotation_y(0.4)),
+        ),
+    ];
+    // Four rim points on the slab; the prism's seven corners on the cap.
+    let moved = rest_twenty_seconds(&prism_on_cylinder, 30, 4 + 7, "prism on a cylinder");
+    println!("seven-sided prism on a cylinder, 20 s: moved {moved:e} m");
+    assert!(moved < 1e-6, "prism on a cylinder moved {moved} m");
+}
+
 /// A ball set down at rest on the top face of a box-shaped hull. parry projects the ball's
 /// centre onto a hull by GJK, which leaves the closest point off the one under the centre by an
 /// offset that changes the distance by less than `f32` can tell. At that point the ball's

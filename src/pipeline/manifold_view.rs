@@ -125,7 +125,7 @@ impl<'a> ManifoldView<'a> {
         &self,
         shapes: (&dyn Shape, &dyn Shape),
         cones: (Option<&PartCones>, Option<&PartCones>),
-        composite: bool,
+        (composite, prediction): (bool, f64),
         points: &mut Vec<(TouchPoint, u64)>,
     ) -> bool {
         let (first, second) = self.poses();
@@ -155,7 +155,7 @@ impl<'a> ManifoldView<'a> {
             points.push((point, CROSSED_ID));
             true
         } else {
-            face_contact(self.manifold, shapes, composite, first, second, points)
+            face_contact(self.manifold, shapes, (composite, prediction), first, second, points)
         };
         if replaced && self.swapped {
             for (point, _) in points.iter_mut() {

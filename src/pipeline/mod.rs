@@ -3,18 +3,19 @@
 //! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
 //! (contact points; with `manifold_view`, parry's answers in world coordinates, `lost_contact`,
 //! a mesh's triangles asked one by one when parry lost a touching pair, `separation`, parry's
-//! normal checked against the shapes' extremes, `caps`, a cylinder's cap
-//! on a face, `refine`, exact lines of contact along cylinders and capsules and exact faces under
-//! GJK, `seams`, no contact through the cuts between a compound's parts, and `reduction`, which
-//! points the solver gets) → [`solve`] (islands, CANAL; `push_out`, remaining penetration removed by
-//! a displacement, not a speed) → [`integrate`] (poses) →
-//! [`write_back`] (simulation bodies → ECS, contacts, statistics).
+//! normal checked against the shapes' extremes, `caps`, a cylinder's cap on a face, `refine`,
+//! exact lines of contact along cylinders and capsules and exact faces under GJK, `hull_faces`,
+//! a hull's face of more than four corners read whole, `seams`, no contact through the cuts
+//! between a compound's parts, and `reduction`, which points the solver gets) → [`solve`]
+//! (islands, CANAL; `push_out`, remaining penetration removed by a displacement, not a speed) →
+//! [`integrate`] (poses) → [`write_back`] (simulation bodies → ECS, contacts, statistics).
 //!
 //! Stages communicate through the [`PhysicsWorld`] resource; only `prepare` and `write_back`
 //! touch user components.
 
 pub(crate) mod broad_phase;
 mod caps;
+mod hull_faces;
 pub(crate) mod integrate;
 pub(crate) mod joints;
 mod lost_contact;

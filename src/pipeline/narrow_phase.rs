@@ -422,7 +422,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 gap: point.gap,
                 id: mix(manifold_hash, feature),
             };
-            if refined && view.replaced((shape1, shape2), cones, composite, replaced_points) {
+            if refined && view.replaced((shape1, shape2), cones, (composite, prediction as f64), replaced_points) {
                 let points = replaced_points.iter().map(|(point, feature)| touching(point, *feature));
                 reduction.take_points(points, composite, |c| contact(c, manifold_hash));
                 continue;

@@ -22,11 +22,13 @@
 //! And where GJK found a flat contact — a hull or a cylinder's cap on a face, a hull's corner on
 //! one — the face's exact normal and plane ([`face_contact`], [`FacePlane`]) in place of GJK's
 //! normal, a few µrad off, and of its own closest point, which it puts anywhere on the face.
-//! Knows nothing of caches, reduction or bodies.
+//! Where a hull's face there has more than four corners, which parry cuts to four, the points
+//! are the faces' whole overlap (`hull_faces`). Knows nothing of caches, reduction or bodies.
 
 use bevy_math::{DQuat, DVec2, DVec3, Vec3};
 use parry3d::query::{ContactManifold, Ray, TrackedContact};
 
+use super::hull_faces::long_face_contact;
 use super::reduction::is_closest_points;
 use parry3d::shape::{Capsule, Cylinder, Shape, ShapeType, SupportMap, Triangle, TypedShape};
 
@@ -569,7 +571,9 @@ fn through_gjk(first: &dyn Shape, second: &dyn Shape) -> bool {
 /// A contact parry found through GJK whose normal is, to [`FACE_NORMAL`], a face's of one of
 /// the two shapes (the nearer, if both have one): a hull or a cylinder's cap resting on a face,
 /// a hull's corner on a face. The face's normal is exact where GJK's is not, and parry's points
-/// on the other shape are measured against the face's plane, written to `points`.
+/// on the other shape are measured against the face's plane, written to `points`; where a hull's
+/// face of more than four corners is in the contact, the faces' overlap within `prediction`
+/// instead (`hull_faces`).
 ///
 /// A cylinder's cap standing flat on a face is `super::caps`'. Not for a cylinder on a mesh, a
 /// height field or a compound (`composite`) otherwise: parry's points there come one triangle at
@@ -578,7 +582,7 @@ fn through_gjk(first: &dyn Shape, second: &dyn Shape) -> bool {
 pub(super) fn face_contact(
     manifold: &ContactManifold<(), ()>,
     (first, second): (&dyn Shape, &dyn Shape),
-    composite: bool,
+    (composite, prediction): (bool, f64),
     pose1: (DQuat, DVec3),
     pose2: (DQuat, DVec3),
     points: &mut Vec<(TouchPoint, u64)>,
@@ -604,14 +608,20 @@ pub(super) fn face_contact(
         return false;
     }
     let (flat_pose, other_pose) = if flat_first { (pose1, pose2) } else { (pose2, pose1) };
+    let (flat_part, other_part) = if flat_first { (part1, part2) } else { (part2, part1) };
     points.clear();
     let plane = FacePlane::new(flat_first, face, flat_pose);
-    match (if flat_first { part2 } else { part1 }).as_ball() {
+    match other_part.as_ball() {
         // A ball touches under its centre. parry's point lay off it by the offset of GJK's
         // projection, a lever for the ball's weight: a ball set at rest on a hull's face began
         // to roll after 6 s, its speed doubling every 15 steps, and kept 4.9e-4 m/s.
         Some(ball) => points.push((plane.touch(other_pose.1 - plane.normal * ball.radius as f64), 0)),
-        None => plane.parrys_points(manifold, other_pose, points),
+        None => {
+            let flat = (flat_part, flat_pose, face.0);
+            if !long_face_contact(&plane, flat, (other_part, other_pose), prediction, points) {
+                plane.parrys_points(manifold, other_pose, points);
+            }
+        }
     }
     true
 }
