@@ -225,8 +225,7 @@ pub(super) fn nearest_face(shape: &dyn Shape, subshape: u32, towards: Vec3) -> O
             Some((normal, hull.local_support_point(normal)))
         }
         TypedShape::Triangle(t) => triangle(*t),
-        TypedShape::TriMesh(mesh) => triangle(mesh.triangle(subshape)),
-        TypedShape::HeightField(field) => triangle(field.triangle_at_id(subshape)?),
+        TypedShape::TriMesh(_) | TypedShape::HeightField(_) => triangle(triangle_of(shape, subshape)?),
         TypedShape::Compound(compound) => {
             let (_, part) = compound.shapes().get(subshape as usize)?;
             nearest_face(part.as_ref(), 0, towards)
@@ -245,6 +244,15 @@ pub(super) fn nearest_face(shape: &dyn Shape, subshape: u32, towards: Vec3) -> O
 pub(super) fn lies_on(shape: &dyn Shape, local: Vec3, solid: bool, tolerance: f32) -> bool {
     let projected = shape.project_local_point(local, solid).point;
     (projected - local).length() <= tolerance * local.length().max(1.0)
+}
+
+/// `shape`'s triangle `subshape` where it is a mesh or a height field.
+fn triangle_of(shape: &dyn Shape, subshape: u32) -> Option<Triangle> {
+    match shape.as_typed_shape() {
+        TypedShape::TriMesh(mesh) => Some(mesh.triangle(subshape)),
+        TypedShape::HeightField(field) => field.triangle_at_id(subshape),
+        _ => None,
+    }
 }
 
 /// `shape`'s part `subshape` if it is a compound, else `shape`.
@@ -589,7 +597,13 @@ pub(super) fn face_contact(
 ) -> bool {
     let (part1, part2) = (part(first, manifold.subshape1), part(second, manifold.subshape2));
     let cylinder = |shape: &dyn Shape| shape.shape_type() == ShapeType::Cylinder;
-    if manifold.points.is_empty() || !through_gjk(part1, part2) || (composite && (cylinder(part1) || cylinder(part2))) {
+    // A triangle's manifold without points may lie under a hull's face beyond the four corners
+    // parry clipped (`hull_faces`): its normal is still the pair's.
+    let pointless = manifold.points.is_empty();
+    if (pointless && !(composite && manifold.local_n1.is_normalized()))
+        || !through_gjk(part1, part2)
+        || (composite && (cylinder(part1) || cylinder(part2)))
+    {
         return false;
     }
     let face_of = |shape, subshape, outward: Vec3| {
@@ -617,8 +631,23 @@ pub(super) fn face_contact(
         // to roll after 6 s, its speed doubling every 15 steps, and kept 4.9e-4 m/s.
         Some(ball) => points.push((plane.touch(other_pose.1 - plane.normal * ball.radius as f64), 0)),
         None => {
+            // A mesh's or height field's part is the manifold's triangle.
+            let (flat_subshape, other_subshape) = if flat_first {
+                (manifold.subshape1, manifold.subshape2)
+            } else {
+                (manifold.subshape2, manifold.subshape1)
+            };
+            let triangles = (
+                triangle_of(flat_part, flat_subshape),
+                triangle_of(other_part, other_subshape),
+            );
+            let flat_part: &dyn Shape = triangles.0.as_ref().map_or(flat_part, |triangle| triangle);
+            let other_part: &dyn Shape = triangles.1.as_ref().map_or(other_part, |triangle| triangle);
             let flat = (flat_part, flat_pose, face.0);
             if !long_face_contact(&plane, flat, (other_part, other_pose), prediction, points) {
+                if pointless {
+                    return false;
+                }
                 plane.parrys_points(manifold, other_pose, points);
             }
         }
