@@ -148,6 +148,12 @@ fn reach(
     prediction + (swept(body1, shape1) + swept(body2, shape2)) * dt as f32
 }
 
+/// How near, as a cosine (2.6°), a convex pair's normal must stay to its last step's for the
+/// check on its extremes (`separation::astray`) to be spared: made for every pair, the check
+/// (two support-map queries) cost about 0.04 ms of the 0.62 ms step of 100 resting stacks of
+/// hulls and cylinders, and spared, the poured-cylinder test's four draws stepped the same.
+const STEADY_NORMAL: f64 = 0.999;
+
 /// How much deeper than parry's one-shot query a convex pair's manifold may read, m, before it
 /// counts as strayed. Where both are right they agreed within tens of µm in a poured cylinder
 /// pile; on overlaps of centimetres they differed by up to 0.9 mm, and asking again then read
@@ -286,12 +292,17 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         let deepened = cache
             .deepest
             .is_some_and(|before| least < before - reach(body1, body2, (shape1, shape2), prediction, dt));
-        let turned = match (cache.manifolds.as_slice(), cache.normal) {
+        // The one manifold's normal and the pair's last one, for a convex pair that touched.
+        let normals = match (cache.manifolds.as_slice(), cache.normal) {
             ([manifold], Some(before)) if !composite => ManifoldView::new(manifold, false, pose1, pose2)
                 .normal()
-                .is_some_and(|now| now.dot(before) < 0.0 && !reversed(manifold, now, before)),
-            _ => false,
+                .map(|now| (manifold, now, before)),
+            _ => None,
         };
+        let turned =
+            normals.is_some_and(|(manifold, now, before)| now.dot(before) < 0.0 && !reversed(manifold, now, before));
+        // A normal within 2.6° of the last step's, which was taken, is no accident of this step.
+        let steady = normals.is_some_and(|(_, now, before)| now.dot(before) > STEADY_NORMAL);
         let rebuilt = |manifold: &ContactManifold<(), ()>, swapped: bool| {
             ManifoldView::new(manifold, swapped, pose1, pose2).touches_by_axes((shape1, shape2))
         };
@@ -302,12 +313,20 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             refined && !composite && astray(manifold, parrys_order) && !rebuilt(manifold, swapped)
         };
         // Or one whose normal parry's own points contradict.
+        let suspect_unrebuilt =
+            |manifold: &ContactManifold<(), ()>, swapped: bool| suspect(manifold) && !rebuilt(manifold, swapped);
         let implausible = |manifold: &ContactManifold<(), ()>, swapped: bool| {
-            astray_unrebuilt(manifold, swapped) || (suspect(manifold) && !rebuilt(manifold, swapped))
+            astray_unrebuilt(manifold, swapped) || suspect_unrebuilt(manifold, swapped)
         };
-        let astray_here = cache.manifolds.iter().any(|manifold| astray_unrebuilt(manifold, false));
-        let other_order =
-            lost || deepened || turned || astray_here || cache.manifolds.iter().any(|m| implausible(m, false));
+        let astray_here = !steady && cache.manifolds.iter().any(|manifold| astray_unrebuilt(manifold, false));
+        let other_order = lost
+            || deepened
+            || turned
+            || astray_here
+            || cache
+                .manifolds
+                .iter()
+                .any(|manifold| suspect_unrebuilt(manifold, false));
         let found = if other_order || composite {
             None
         } else {

@@ -43,9 +43,11 @@ pub(super) fn astray(manifold: &ContactManifold<(), ()>, (first, second): (&dyn 
     if manifold.points.is_empty() || !normal1.is_normalized() || !normal2.is_normalized() {
         return false;
     }
+    // The bounding radius only where the points lie behind at all: it is dearer than the rest.
     let far_behind = |shape: &dyn Shape, normal: Vec3, points: &mut dyn Iterator<Item = Vec3>| {
-        let share = ASTRAY_SHARE * shape.compute_local_bounding_sphere().radius;
-        behind(shape, normal, points).is_some_and(|behind| behind > share.max(DEPTH_SLACK))
+        behind(shape, normal, points).is_some_and(|behind| {
+            behind > DEPTH_SLACK && behind > ASTRAY_SHARE * shape.compute_local_bounding_sphere().radius
+        })
     };
     far_behind(first, normal1, &mut manifold.points.iter().map(|p| p.local_p1))
         || far_behind(second, normal2, &mut manifold.points.iter().map(|p| p.local_p2))
