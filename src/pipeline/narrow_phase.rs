@@ -282,9 +282,10 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         // touching distance where `reverse` applies (two cylinders 1.6 mm apart read 0.45 mm
         // deep, the normal 98° off), or its least gap deeper than parry's one-shot query finds
         // (`found_gap`). So, too, is a manifold whose normal the shapes' extremes contradict
-        // (`separation::astray`), and where the other order's does as well, the pair is asked
-        // once more drawn apart: two upright cylinders stacked cap on cap, exactly touching, got
-        // a horizontal normal in both orders, and the upper one fell 2.7 mm.
+        // (`separation::astray`), and where the other order's answer is implausible too (astray,
+        // or suspect), the pair is asked once more drawn apart: two upright cylinders stacked
+        // cap on cap, exactly touching, got a horizontal normal in both orders, and the upper
+        // one fell 2.7 mm.
         let lost = touched && !any_point(&cache.manifolds);
         let composite = is_composite(shape1) || is_composite(shape2);
         let refined = may_refine(shape1) || may_refine(shape2);
