@@ -13,7 +13,7 @@
 use bevy_math::{DQuat, DVec2, DVec3, Vec3};
 use parry3d::shape::{ConvexPolyhedron, Shape, TypedShape};
 
-use super::refine::{FacePlane, TouchPoint};
+use super::refine::{FacePlane, TouchPoint, circle_crossings};
 
 /// Most corners a face is read with: a hull's face with more is left to parry.
 const MOST_CORNERS: usize = 64;
@@ -136,19 +136,6 @@ fn crossing(a0: DVec2, a1: DVec2, b0: DVec2, b1: DVec2) -> Option<(f64, f64)> {
     let s = (b0 - a0).perp_dot(db) / denominator;
     let t = (b0 - a0).perp_dot(da) / denominator;
     (s > 0.0 && s < 1.0 && t > 0.0 && t < 1.0).then_some((s, t))
-}
-
-/// Where the rim of a circle of `radius` about the origin crosses the segment `a`–`b` strictly
-/// inside it: the parameters along it, the nearer to `a` first.
-fn rim_crossings(a: DVec2, b: DVec2, radius: f64) -> [Option<f64>; 2] {
-    let d = b - a;
-    // |a + t d|² = r²
-    let (qa, qb, qc) = (d.length_squared(), 2.0 * a.dot(d), a.length_squared() - radius * radius);
-    let discriminant = qb * qb - 4.0 * qa * qc;
-    if qa == 0.0 || discriminant <= 0.0 {
-        return [None, None];
-    }
-    [-1.0, 1.0].map(|sign| Some((-qb + sign * discriminant.sqrt()) / (2.0 * qa)).filter(|t| *t > 0.0 && *t < 1.0))
 }
 
 /// A cylinder's cap in the world: its centre, unit normal out of the cylinder, radius, and two
@@ -293,9 +280,13 @@ impl<'a> Overlap<'a> {
             }
         }
         for (i, a, b) in face.edges() {
-            let crossings = rim_crossings(self.flat(a) - centre2, self.flat(b) - centre2, cap.radius);
+            let (from, to) = (self.flat(a) - centre2, self.flat(b) - centre2);
+            let Some(crossings) = circle_crossings(from, to - from, cap.radius) else {
+                continue;
+            };
+            // Strictly inside the edge: a crossing at a corner is that corner's.
             for (which, t) in crossings.into_iter().enumerate() {
-                if let Some(t) = t {
+                if t > 0.0 && t < 1.0 {
                     self.touch_over(a.lerp(b, t), RIM_CROSSING | (i as u64) << 1 | which as u64);
                 }
             }

@@ -957,7 +957,15 @@ fn clip_to_disc(radius: f64, (rotation, translation): (DQuat, DVec3), start: DVe
         DVec2::new(local.x, local.z)
     };
     let (from, to) = (across_axis(start), across_axis(end));
-    let along = to - from;
+    let [enter, leave] = circle_crossings(from, to - from, radius)?;
+    let (enter, leave) = (enter.max(0.0), leave.min(1.0));
+    (enter <= leave).then_some((enter, leave))
+}
+
+/// Where the line `from + t·along`, in a plane and about a circle's centre, crosses the circle
+/// of `radius`: the two values of `t`, the smaller first. `None` where it misses or only grazes
+/// the circle, or `along` is zero.
+pub(super) fn circle_crossings(from: DVec2, along: DVec2, radius: f64) -> Option<[f64; 2]> {
     // |from + t·along|² = radius²
     let (a, half_b, c) = (
         along.length_squared(),
@@ -969,8 +977,7 @@ fn clip_to_disc(radius: f64, (rotation, translation): (DQuat, DVec3), start: DVe
         return None;
     }
     let root = discriminant.sqrt();
-    let (enter, leave) = (((-half_b - root) / a).max(0.0), ((-half_b + root) / a).min(1.0));
-    (enter <= leave).then_some((enter, leave))
+    Some([(-half_b - root) / a, (-half_b + root) / a])
 }
 
 #[cfg(test)]
