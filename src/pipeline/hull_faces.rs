@@ -126,6 +126,11 @@ fn inside(corners: &[DVec2], point: DVec2) -> bool {
     true
 }
 
+/// The corner after corner `i` round a polygon, in the plane's coordinates.
+fn following(corners: &[DVec2], i: usize) -> DVec2 {
+    corners[(i + 1) % corners.len()]
+}
+
 /// Where segments `a0`–`a1` and `b0`–`b1` cross strictly inside both: the parameter along each.
 fn crossing(a0: DVec2, a1: DVec2, b0: DVec2, b1: DVec2) -> Option<(f64, f64)> {
     let (da, db) = (a1 - a0, b1 - b0);
@@ -253,8 +258,9 @@ impl<'a> Overlap<'a> {
             }
         }
         for (i, a0, a1) in face.edges() {
-            for (j, b0, b1) in other.edges() {
-                if let Some((s, _)) = crossing(self.flat(a0), self.flat(a1), self.flat(b0), self.flat(b1)) {
+            for j in 0..other2.len() {
+                let crossed = crossing(face2[i], following(face2, i), other2[j], following(other2, j));
+                if let Some((s, _)) = crossed {
                     self.touch_over(a0.lerp(a1, s), CROSSING | (i as u64) << 16 | j as u64);
                 }
             }
@@ -280,7 +286,7 @@ impl<'a> Overlap<'a> {
             }
         }
         for (i, a, b) in face.edges() {
-            let (from, to) = (self.flat(a) - centre2, self.flat(b) - centre2);
+            let (from, to) = (face2[i] - centre2, following(face2, i) - centre2);
             let Some(crossings) = circle_crossings(from, to - from, cap.radius) else {
                 continue;
             };
