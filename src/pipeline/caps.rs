@@ -18,10 +18,10 @@
 
 use bevy_math::{DQuat, DVec3, Vec3};
 use parry3d::query::ContactManifold;
-use parry3d::shape::{Cylinder, Shape, ShapeType, Triangle, TypedShape};
+use parry3d::shape::{Cylinder, Shape, ShapeType, TypedShape};
 
 use super::reduction::deepest;
-use super::refine::{FACE_NORMAL, FacePlane, TouchPoint, lies_on, nearest_face, part};
+use super::refine::{FACE_NORMAL, FacePlane, TouchPoint, lies_on, nearest_face, part, triangle_of};
 
 /// Feature ids of the rim points, apart from any id parry gives.
 const RIM_IDS: [u64; 4] = [1 << 33, 1 << 33 | 1, 1 << 33 | 2, 1 << 33 | 3];
@@ -109,10 +109,10 @@ fn cap_on_face(
 /// `subshape`, lies on that part or triangle to [`OVER_FACE`].
 fn over_face(shape: &dyn Shape, subshape: u32, local: Vec3) -> bool {
     let on = |shape: &dyn Shape| lies_on(shape, local, true, OVER_FACE);
-    let triangle = |triangle: Triangle| on(&triangle);
     match shape.as_typed_shape() {
-        TypedShape::TriMesh(mesh) => triangle(mesh.triangle(subshape)),
-        TypedShape::HeightField(field) => field.triangle_at_id(subshape).is_some_and(triangle),
+        TypedShape::TriMesh(_) | TypedShape::HeightField(_) => {
+            triangle_of(shape, subshape).is_some_and(|triangle| on(&triangle))
+        }
         _ => on(part(shape, subshape)),
     }
 }

@@ -247,7 +247,7 @@ pub(super) fn lies_on(shape: &dyn Shape, local: Vec3, solid: bool, tolerance: f3
 }
 
 /// `shape`'s triangle `subshape` where it is a mesh or a height field.
-fn triangle_of(shape: &dyn Shape, subshape: u32) -> Option<Triangle> {
+pub(super) fn triangle_of(shape: &dyn Shape, subshape: u32) -> Option<Triangle> {
     match shape.as_typed_shape() {
         TypedShape::TriMesh(mesh) => Some(mesh.triangle(subshape)),
         TypedShape::HeightField(field) => field.triangle_at_id(subshape),
