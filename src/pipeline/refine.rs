@@ -621,8 +621,11 @@ pub(super) fn face_contact(
     if cos < 1.0 - FACE_NORMAL as f64 {
         return false;
     }
-    let (flat_pose, other_pose) = if flat_first { (pose1, pose2) } else { (pose2, pose1) };
-    let (flat_part, other_part) = if flat_first { (part1, part2) } else { (part2, part1) };
+    let sides = [(part1, manifold.subshape1, pose1), (part2, manifold.subshape2, pose2)];
+    let [
+        (flat_part, flat_subshape, flat_pose),
+        (other_part, other_subshape, other_pose),
+    ] = if flat_first { sides } else { [sides[1], sides[0]] };
     points.clear();
     let plane = FacePlane::new(flat_first, face, flat_pose);
     match other_part.as_ball() {
@@ -632,11 +635,6 @@ pub(super) fn face_contact(
         Some(ball) => points.push((plane.touch(other_pose.1 - plane.normal * ball.radius as f64), 0)),
         None => {
             // A mesh's or height field's part is the manifold's triangle.
-            let (flat_subshape, other_subshape) = if flat_first {
-                (manifold.subshape1, manifold.subshape2)
-            } else {
-                (manifold.subshape2, manifold.subshape1)
-            };
             let triangles = (
                 triangle_of(flat_part, flat_subshape),
                 triangle_of(other_part, other_subshape),
