@@ -146,17 +146,6 @@ fn a_hull_resting_far_from_the_centre_of_a_slab_stays_put() {
     }
 }
 
-/// A prism on a regular polygon of `sides` corners, `radius` round and `height` tall, as a hull.
-fn prism_hull(sides: usize, radius: f32, height: f32) -> Collider {
-    let corners: Vec<Vec3> = (0..2 * sides)
-        .map(|k| {
-            let angle = (k / 2) as f32 * std::f32::consts::TAU / sides as f32;
-            Vec3::new(radius * angle.cos(), [-0.5, 0.5][k % 2] * height, radius * angle.sin())
-        })
-        .collect();
-    Collider::convex_hull(&corners).unwrap()
-}
-
 /// Two seven-sided prisms stacked, the upper turned by 0.2 rad, and a box on top. parry tells
 /// its clipping a face by at most four corners, and of a hull's face it took the first four: the
 /// lower prism stood on four corners to one side of its centre, tipped over that chord and sank

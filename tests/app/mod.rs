@@ -156,3 +156,14 @@ pub fn first_rebound(e: f64, h0: f64, hz: f64) -> Option<f64> {
     }
     bounced.then_some(peak)
 }
+
+/// A prism on a regular polygon of `sides` corners, `radius` round and `height` tall, as a hull.
+pub fn prism_hull(sides: usize, radius: f32, height: f32) -> Collider {
+    let corners: Vec<Vec3> = (0..2 * sides)
+        .map(|k| {
+            let angle = (k / 2) as f32 * std::f32::consts::TAU / sides as f32;
+            Vec3::new(radius * angle.cos(), [-0.5, 0.5][k % 2] * height, radius * angle.sin())
+        })
+        .collect();
+    Collider::convex_hull(&corners).unwrap()
+}
