@@ -1,4 +1,4 @@
-//! Stage 3, a hull's face of more than four corners in a flat contact: parry describes a face
+//! Stage 3, a hull's face of more than four corners in a contact on a face: parry describes a face
 //! to its clipping by at most four corners and, for a hull, takes the face's first four
 //! ([`parry3d::shape::ConvexPolyhedron`]'s `local_support_feature`, "TODO: if there are more
 //! than 4 vertices …"). A seven-sided prism set flat on a slab was held on four corners to one
@@ -8,7 +8,8 @@
 //! overlap in the flat face's plane, each point's gap measured exactly: the corners of each that
 //! lie over the other, and where their edges cross; against a cylinder's cap, the rim's points
 //! over the face, the face's corners over the cap, and where the face's edges cross the rim.
-//! Knows nothing of caches, reduction or bodies.
+//! The faces may lean on each other (a prism landing on a corner): the corners that parry left
+//! out are those that strike next. Knows nothing of caches, reduction or bodies.
 
 use bevy_math::{DQuat, DVec2, DVec3, Vec3};
 use parry3d::shape::{ConvexPolyhedron, Shape, TypedShape};

@@ -37,6 +37,13 @@ use parry3d::shape::{Capsule, Cylinder, Shape, ShapeType, SupportMap, Triangle, 
 /// the cone of `seams` rounds its projection in `f32` too.
 pub(super) const FACE_NORMAL: f32 = 1e-6;
 
+/// How far, as `1 − cos` (about 8°), a normal may be from a face's and still count as that
+/// face's where a hull's face of more than four corners is in the contact: whatever the normal,
+/// parry's points there come from four of that face's corners (`hull_faces`), and GJK's normal
+/// was about 3 mrad off a slab's for a prism's corner landing on it, 7° off for a prism resting
+/// flat on it. Elsewhere parry's own points stand beyond [`FACE_NORMAL`].
+const LONG_FACE_NORMAL: f64 = 1e-2;
+
 /// The plane of a face of one of a manifold's shapes (the flat one), against which the other
 /// shape's points are measured: the face's normal is exact where parry's is not, or points
 /// through a cut (`seams`).
@@ -581,7 +588,7 @@ fn through_gjk(first: &dyn Shape, second: &dyn Shape) -> bool {
 /// a hull's corner on a face. The face's normal is exact where GJK's is not, and parry's points
 /// on the other shape are measured against the face's plane, written to `points`; where a hull's
 /// face of more than four corners is in the contact, the faces' overlap within `prediction`
-/// instead (`hull_faces`).
+/// instead (`hull_faces`), for a normal as far as [`LONG_FACE_NORMAL`] from the face's.
 ///
 /// A cylinder's cap standing flat on a face is `super::caps`'. Not for a cylinder on a mesh, a
 /// height field or a compound (`composite`) otherwise: parry's points there come one triangle at
@@ -618,7 +625,10 @@ pub(super) fn face_contact(
     let Some((cos, flat_first, face)) = nearest else {
         return false;
     };
-    if cos < 1.0 - FACE_NORMAL as f64 {
+    // Leaning beyond `FACE_NORMAL`, only a long face's whole overlap replaces parry's points:
+    // its four corners left out the corner of a landing prism that struck next, 1.3 cm deep.
+    let leaning = cos < 1.0 - FACE_NORMAL as f64;
+    if cos < 1.0 - LONG_FACE_NORMAL {
         return false;
     }
     let sides = [(part1, manifold.subshape1, pose1), (part2, manifold.subshape2, pose2)];
@@ -629,6 +639,7 @@ pub(super) fn face_contact(
     points.clear();
     let plane = FacePlane::new(flat_first, face, flat_pose);
     match other_part.as_ball() {
+        Some(_) if leaning => return false,
         // A ball touches under its centre. parry's point lay off it by the offset of GJK's
         // projection, a lever for the ball's weight: a ball set at rest on a hull's face began
         // to roll after 6 s, its speed doubling every 15 steps, and kept 4.9e-4 m/s.
@@ -643,7 +654,7 @@ pub(super) fn face_contact(
             let other_part: &dyn Shape = triangles.1.as_ref().map_or(other_part, |triangle| triangle);
             let flat = (flat_part, flat_pose, face.0);
             if !long_face_contact(&plane, flat, (other_part, other_pose), prediction, points) {
-                if pointless {
+                if pointless || leaning {
                     return false;
                 }
                 plane.parrys_points(manifold, other_pose, points);
