@@ -8,6 +8,7 @@ use std::time::Duration;
 use bevy_app::prelude::*;
 use bevy_canal::prelude::*;
 use bevy_ecs::prelude::*;
+use bevy_math::EulerRot;
 use bevy_time::{Fixed, Time, TimePlugin};
 
 pub const G: f64 = 9.81;
@@ -166,4 +167,33 @@ pub fn prism_hull(sides: usize, radius: f32, height: f32) -> Collider {
         })
         .collect();
     Collider::convex_hull(&corners).unwrap()
+}
+
+/// The deepest contact of `throws` throws of `shape` onto the floor `spawn_floor` makes: each
+/// dropped from 1.5 m over the origin, tilted and spinning its own way, and stepped for 3 s as
+/// it tumbles and comes to rest.
+pub fn deepest_of_throws(spawn_floor: impl Fn(&mut App), shape: &Collider, throws: usize) -> f32 {
+    let mut deepest = 0.0f32;
+    for throw in 0..throws {
+        let mut app = app(60.0);
+        spawn_floor(&mut app);
+        let t = throw as f32;
+        app.world_mut().spawn((
+            RigidBody::Dynamic,
+            shape.clone(),
+            Friction::new(0.5),
+            Transform::from_xyz(0.0, 1.5, 0.0).with_rotation(Quat::from_euler(
+                EulerRot::XYZ,
+                0.3 + 0.7 * t,
+                0.2 * t,
+                0.5 + 0.3 * t,
+            )),
+            AngularVelocity(Vec3::new(3.0 - t, 2.0 + 0.5 * t, t - 1.0)),
+        ));
+        for _ in 0..180 {
+            step(&mut app, 1);
+            deepest = deepest.max(deepest_penetration(&app));
+        }
+    }
+    deepest
 }
