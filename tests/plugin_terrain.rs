@@ -24,6 +24,8 @@ enum Floor {
     HeightField,
     /// A compound of 40 × 40 box tiles, 1 m square and 1 m thick.
     Tiles,
+    /// Two triangles 40 m across, their shared edge the diagonal through the origin.
+    Quad,
 }
 
 fn spawn_floor(app: &mut App, floor: Floor) {
@@ -54,6 +56,16 @@ fn spawn_floor_tilted(app: &mut App, floor: Floor, tilt: Quat) {
                 })
                 .collect();
             Collider::trimesh(vertices, indices).unwrap()
+        }
+        Floor::Quad => {
+            let corner = |x: f32, z: f32| Vec3::new(x, 0.0, z);
+            let vertices = vec![
+                corner(-20.0, -20.0),
+                corner(20.0, -20.0),
+                corner(20.0, 20.0),
+                corner(-20.0, 20.0),
+            ];
+            Collider::trimesh(vertices, vec![[0, 2, 1], [0, 3, 2]]).unwrap()
         }
         Floor::HeightField => Collider::heightfield(vec![0.0; 41 * 41], 41, 41, Vec3::new(40.0, 1.0, 40.0)).unwrap(),
         Floor::Tiles => {
@@ -357,5 +369,56 @@ fn cylinders_standing_on_triangles_and_tiles_are_held_by_four_rim_points() {
             "25 cylinders on {floor:?}: 4 points each, {outer} outer iterations and {smoothed} smoothed steps in 300"
         );
         assert_eq!(outer, 0, "{floor:?}");
+    }
+}
+
+/// An upright cylinder a milliradian off plumb, standing across the shared edge of a floor of
+/// two triangles 40 m across, keeps its contact. parry projects a point onto a triangle in `f32`
+/// from its corners, and a rim point inside one of these came back 3.2 µm off itself: none of
+/// the rim points counted as over either triangle, and the cylinder fell through the floor for
+/// ten steps in 120 and sank 1.4 mm. Over a triangle now means to within a few rounding steps of
+/// its farthest corner.
+#[test]
+fn a_cylinder_across_a_large_quads_diagonal_keeps_its_contact() {
+    let mut app = app(60.0);
+    spawn_floor(&mut app, Floor::Quad);
+    let cylinder = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cylinder(0.3, 0.3),
+            Friction::new(FRICTION),
+            Transform::from_xyz(0.2446, 0.15, 0.2789)
+                .with_rotation(Quat::from_rotation_y(0.7) * Quat::from_rotation_x(0.001)),
+        ))
+        .id();
+    let mut lowest = f64::INFINITY;
+    for n in 0..120 {
+        step(&mut app, 1);
+        assert!(stats(&app).contacts > 0, "no contact in step {n}");
+        lowest = lowest.min(precise(&app, cylinder).translation.y);
+    }
+    println!("cylinder across the quad's diagonal: centre at least {lowest} m high (0.15 standing flat)");
+    assert!(lowest > 0.15 - 1e-5, "sank to {lowest} m");
+}
+
+/// Cylinders and discs thrown spinning onto a flat mesh or height field land and come to rest
+/// as on a slab, to the last digit of their deepest contact. Tilted on its rim, a cylinder rests
+/// on the rim's lowest point and seven more round it (`pipeline::caps`); on triangles parry's
+/// square of the cap stood in for them, clipped one triangle at a time, and the rim between its
+/// corners went 14 mm (the cylinder) and 23 mm (the disc) into the mesh and the height field.
+/// Now each triangle in the plane under the lowest point reads the whole rim, over whichever
+/// triangles of that plane, and a triangle whose manifold holds no point is no hole.
+#[test]
+fn cylinders_and_discs_thrown_onto_triangles_land_as_on_a_slab() {
+    for floor in [Floor::Slab, Floor::Mesh, Floor::HeightField] {
+        for (name, shape) in [
+            ("cylinder", Collider::cylinder(0.3, 0.3)),
+            ("disc", Collider::cylinder(0.3, 0.06)),
+        ] {
+            let deepest = deepest_of_throws(|app| spawn_floor(app, floor), &shape, 6);
+            println!("{name} thrown six times onto {floor:?}: deepest contact {deepest:e} m");
+            assert!(deepest < 3e-3, "{name} on {floor:?}: {deepest} m deep");
+        }
     }
 }
