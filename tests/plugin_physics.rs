@@ -229,6 +229,39 @@ fn prisms_and_cylinders_thrown_onto_a_slab_land_without_sinking() {
     }
 }
 
+/// A cylinder and a disc thrown tilted and spinning onto a large upright cylinder's cap land as
+/// on a slab. A rim tilted on a cap was left to parry's square of the rim, and the rim between
+/// its corners went 2.6 cm (the cylinder) and 3.7 cm (the disc) into the cap; it now rests on
+/// the eight rim points it rests on over a box's face, where its lowest point lies over the cap.
+#[test]
+fn cylinders_thrown_onto_a_cylinders_cap_land_as_on_a_slab() {
+    let pedestal = |app: &mut bevy_app::App| {
+        app.world_mut().spawn((
+            RigidBody::Static,
+            Collider::cylinder(1.5, 1.0),
+            Friction::new(0.5),
+            Transform::from_xyz(0.0, -0.5, 0.0),
+        ));
+    };
+    for (name, shape) in [
+        ("cylinder", Collider::cylinder(0.3, 0.3)),
+        ("disc", Collider::cylinder(0.3, 0.06)),
+    ] {
+        let on_cap = deepest_of_throws(pedestal, &shape, 6);
+        let on_slab = deepest_of_throws(
+            |app| {
+                ground(app, 40.0, 0.5);
+            },
+            &shape,
+            6,
+        );
+        println!(
+            "{name} thrown six times onto a cylinder's cap: deepest contact {on_cap:e} m (on a slab {on_slab:e} m)"
+        );
+        assert!(on_cap < 3e-3, "{name}: {on_cap} m deep");
+    }
+}
+
 /// A ball set down at rest on the top face of a box-shaped hull. parry projects the ball's
 /// centre onto a hull by GJK, which leaves the closest point off the one under the centre by an
 /// offset that changes the distance by less than `f32` can tell. At that point the ball's
