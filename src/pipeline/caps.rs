@@ -18,7 +18,7 @@
 //! Knows nothing of caches, reduction or bodies.
 
 use bevy_math::{DQuat, DVec3, Vec3};
-use parry3d::query::{ContactManifold, PointQuery};
+use parry3d::query::ContactManifold;
 use parry3d::shape::{Cylinder, Shape, ShapeType, TypedShape};
 
 use super::reduction::deepest;
@@ -118,8 +118,8 @@ fn over_face(shape: &dyn Shape, subshape: u32, local: Vec3) -> bool {
             let reach = [triangle.a, triangle.b, triangle.c]
                 .map(Vec3::length)
                 .into_iter()
-                .fold(1.0, f32::max);
-            (triangle.project_local_point(local, true).point - local).length() <= OVER_FACE * reach
+                .fold(0.0, f32::max);
+            projects_onto(&triangle, local, true, reach)
         }),
         _ => lies_on(part(shape, subshape), local, true, OVER_FACE),
     }
@@ -129,8 +129,13 @@ fn over_face(shape: &dyn Shape, subshape: u32, local: Vec3) -> bool {
 /// [`OVER_FACE`] relative to its farthest reach from the origin, as [`over_face`] measures.
 fn on_mesh(mesh: &dyn Shape, local: Vec3) -> bool {
     let aabb = mesh.compute_local_aabb();
-    let reach = aabb.mins.length().max(aabb.maxs.length()).max(1.0);
-    (mesh.project_local_point(local, false).point - local).length() <= OVER_FACE * reach
+    projects_onto(mesh, local, false, aabb.mins.length().max(aabb.maxs.length()))
+}
+
+/// Whether `shape` projects `local` onto itself to [`OVER_FACE`] of `reach` (at least 1 m),
+/// the farthest from its origin the coordinates go from which parry projects.
+fn projects_onto(shape: &dyn Shape, local: Vec3, solid: bool, reach: f32) -> bool {
+    (shape.project_local_point(local, solid).point - local).length() <= OVER_FACE * reach.max(1.0)
 }
 
 /// A manifold's cylinder and the other shape, in parry's order.
@@ -246,28 +251,21 @@ fn rim_on_face(
         cylinder_pose: (rotation, translation),
         flat_pose,
     } = *on_flat;
-    let mesh = matches!(flat.shape_type(), ShapeType::TriMesh | ShapeType::HeightField);
-    if !mesh
-        && !matches!(
-            flat.shape_type(),
-            ShapeType::Cuboid | ShapeType::ConvexPolyhedron | ShapeType::Cylinder
-        )
-    {
-        return false;
-    }
     let parrys_normal = if cylinder_first {
         manifold.local_n2
     } else {
         manifold.local_n1
     };
-    let face = match flat.as_cylinder() {
+    let mesh = matches!(flat.shape_type(), ShapeType::TriMesh | ShapeType::HeightField);
+    let face = match flat.as_typed_shape() {
         // Another cylinder's cap, the one parry's normal leaves from.
-        Some(other) if parrys_normal.y.abs() >= RIM_LEAN as f32 => {
+        TypedShape::Cylinder(other) if parrys_normal.y.abs() >= RIM_LEAN as f32 => {
             let normal = Vec3::Y * parrys_normal.y.signum();
             Some((normal, normal * other.half_height))
         }
-        Some(_) => None,
-        None => nearest_face(flat, flat_subshape, parrys_normal),
+        TypedShape::Cuboid(_) | TypedShape::ConvexPolyhedron(_) => nearest_face(flat, flat_subshape, parrys_normal),
+        _ if mesh => nearest_face(flat, flat_subshape, parrys_normal),
+        _ => None,
     };
     let Some(face) = face else {
         return false;
