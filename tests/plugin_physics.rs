@@ -231,7 +231,7 @@ fn prisms_and_cylinders_thrown_onto_a_slab_land_without_sinking() {
 
 /// A cylinder and a disc thrown tilted and spinning onto a large upright cylinder's cap land as
 /// on a slab. A rim tilted on a cap was left to parry's square of the rim, and the rim between
-/// its corners went 2.6 cm (the cylinder) and 3.7 cm (the disc) into the cap; it now rests on
+/// its corners went 2.7 cm (the cylinder) and 3.7 cm (the disc) into the cap; it now rests on
 /// the eight rim points it rests on over a box's face, where its lowest point lies over the cap.
 #[test]
 fn cylinders_thrown_onto_a_cylinders_cap_land_as_on_a_slab() {

@@ -231,7 +231,7 @@ const RIM_LEAN: f64 = 0.5;
 ///
 /// On triangles, parry clipped its square of the cap one triangle at a time: cylinders and discs
 /// thrown onto a flat mesh went 14 and 23 mm into it, where on a slab they went 1.9 and 2.0 mm.
-/// Onto a cylinder's cap, left to parry's square, they went 2.6 and 3.7 cm in. Where the lowest
+/// Onto a cylinder's cap, left to parry's square, they went 2.7 and 3.7 cm in. Where the lowest
 /// point lies beyond the cap, the rims cross, and parry's answer stands.
 ///
 /// The face is the one nearest parry's normal. parry's points for a rim are a square turned to
