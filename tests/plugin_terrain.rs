@@ -422,3 +422,17 @@ fn cylinders_and_discs_thrown_onto_triangles_land_as_on_a_slab() {
         }
     }
 }
+
+/// Prisms (convex hulls) thrown spinning onto a floor of two triangles 40 m across land
+/// without sinking. parry's GJK judges the distance it reaches against the size of the shapes'
+/// difference, and on such a triangle it took a prism's corner a fraction of a millimetre above
+/// it for an overlap, gave up, and left the triangle's manifold empty for a step. Now a triangle
+/// parry gave up on is read along its normal (`pipeline::lost_contact`).
+#[test]
+fn prisms_thrown_onto_a_large_quad_land_without_sinking() {
+    for sides in [5, 7] {
+        let deepest = deepest_of_throws(|app| spawn_floor(app, Floor::Quad), &prism_hull(sides, 0.3, 0.3), 6);
+        println!("{sides}-sided prism thrown six times onto the quad: deepest contact {deepest:e} m");
+        assert!(deepest < 1e-3, "{sides}-sided prism: {deepest} m deep");
+    }
+}

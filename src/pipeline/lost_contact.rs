@@ -1,7 +1,9 @@
 //! Stage 3, the last resorts of the narrow phase for a pair that touched last step and now gets
 //! no point from parry, even asked with its shapes swapped: two convex shapes are asked again
 //! drawn a little apart ([`ask_drawn_apart`]); a pair with a triangle mesh or a height field,
-//! one triangle at a time without the internal-edge constraints ([`ask_each_triangle`]).
+//! one triangle at a time without the internal-edge constraints ([`ask_each_triangle`]). Also a
+//! triangle whose query parry gave up on, read along the triangle's normal
+//! ([`read_given_up_triangles`]).
 //!
 //! parry checks each triangle's contact normal against the cone of normals its edges allow, so
 //! that nothing catches on the edge between two triangles of one surface. A ball or a capsule
@@ -15,8 +17,8 @@
 
 use parry3d::bounding_volume::BoundingVolume;
 use parry3d::math::{Pose, Vec3};
-use parry3d::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
-use parry3d::shape::{Shape, Triangle, TypedShape};
+use parry3d::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher, TrackedContact};
+use parry3d::shape::{PackedFeatureId, PolygonalFeature, PolygonalFeatureMap, Shape, Triangle, TypedShape};
 
 /// How far, m, [`ask_drawn_apart`] draws two shapes apart.
 pub(super) const DRAWN_APART: f32 = 1e-3;
@@ -72,10 +74,8 @@ pub(super) fn ask_each_triangle(
     manifolds: &mut Vec<ContactManifold<(), ()>>,
 ) {
     manifolds.clear();
-    let (triangles_first, mesh, other) = match (first.as_typed_shape(), second.as_typed_shape()) {
-        (TypedShape::TriMesh(_) | TypedShape::HeightField(_), _) => (true, first, second),
-        (_, TypedShape::TriMesh(_) | TypedShape::HeightField(_)) => (false, second, first),
-        _ => return,
+    let Some((triangles_first, mesh, other)) = mesh_and_other(first, second) else {
+        return;
     };
     // The other shape's parts: itself, or a compound's, each with its index and pose. A rare
     // path: the list is not worth a kept buffer.
@@ -89,14 +89,7 @@ pub(super) fn ask_each_triangle(
         None => vec![(0, None, other)],
     };
     for (index, part_pose, part) in parts {
-        let part_pose_or_identity = part_pose.unwrap_or(Pose::IDENTITY);
-        // From the mesh's frame to the part's, and the part's box in the mesh's frame.
-        let mesh_to_part = if triangles_first {
-            part_pose_or_identity.inverse() * pos12.inverse()
-        } else {
-            part_pose_or_identity.inverse() * *pos12
-        };
-        let part_to_mesh = mesh_to_part.inverse();
+        let (mesh_to_part, part_to_mesh) = part_frames(triangles_first, pos12, part_pose);
         let aabb = part.compute_aabb(&part_to_mesh).loosened(prediction);
         let mut ask = |i: u32, triangle: &Triangle| {
             // In the order given: the triangle where the mesh is.
@@ -134,6 +127,181 @@ pub(super) fn ask_each_triangle(
             _ => {}
         }
     }
+}
+
+/// Which of `first` and `second` is a triangle mesh or height field: whether it is `first`, the
+/// mesh, the other shape. `None` if neither is.
+fn mesh_and_other<'a>(first: &'a dyn Shape, second: &'a dyn Shape) -> Option<(bool, &'a dyn Shape, &'a dyn Shape)> {
+    match (first.as_typed_shape(), second.as_typed_shape()) {
+        (TypedShape::TriMesh(_) | TypedShape::HeightField(_), _) => Some((true, first, second)),
+        (_, TypedShape::TriMesh(_) | TypedShape::HeightField(_)) => Some((false, second, first)),
+        _ => None,
+    }
+}
+
+/// From the mesh's frame to a part's of the other shape (at `part_pose` in it, if a compound's
+/// part), and back; `pos12` takes the second shape's frame to the first's.
+fn part_frames(triangles_first: bool, pos12: &Pose, part_pose: Option<Pose>) -> (Pose, Pose) {
+    let part_pose = part_pose.unwrap_or(Pose::IDENTITY);
+    let mesh_to_part = if triangles_first {
+        part_pose.inverse() * pos12.inverse()
+    } else {
+        part_pose.inverse() * *pos12
+    };
+    (mesh_to_part, mesh_to_part.inverse())
+}
+
+/// The direction parry's convex query leaves in a manifold where it gave up: GJK took two shapes
+/// for overlapping, and EPA found no face to go by (`contact_support_map_support_map_with_params`).
+const GAVE_UP: Vec3 = Vec3::X;
+
+/// How far outside a triangle's edges, as a share of its longest edge, the other shape's lowest
+/// point may lie and still count as over it. A point over an edge two triangles share is then
+/// read by both, and the reduction merges the two.
+const OVER_TRIANGLE: f32 = 1e-6;
+
+/// Reads again each of `manifolds` whose triangle (of `first` or `second`, whichever is a mesh
+/// or height field) parry's query gave up on: along the triangle's normal, by parry's own
+/// clipping of the two shapes' features there, without GJK; with the other shape's lowest point
+/// along it where that lies over the triangle, as parry adds GJK's closest points.
+///
+/// parry's GJK judges the distance it reaches against the size of the shapes' difference. On a
+/// floor of two triangles 40 m across, a prism's corners under a millimetre above a triangle
+/// read as overlapping, EPA then found nothing, and the triangle's manifold came back empty for
+/// a step: a corner went 1.5 cm into the floor. Started along the triangle's normal, GJK gave up
+/// as well. Over a triangle of a surface the triangle's normal is the contact's; where the other
+/// shape reaches beyond the triangle, the clipping keeps to the part over it, and the triangles
+/// across its edges read the rest.
+pub(super) fn read_given_up_triangles(
+    pos12: &Pose,
+    first: &dyn Shape,
+    second: &dyn Shape,
+    prediction: f32,
+    manifolds: &mut [ContactManifold<(), ()>],
+) {
+    let Some((triangles_first, mesh, other)) = mesh_and_other(first, second) else {
+        return;
+    };
+    for manifold in manifolds
+        .iter_mut()
+        .filter(|manifold| manifold.points.is_empty() && manifold.local_n1 == GAVE_UP)
+    {
+        let (triangle_id, part_id) = if triangles_first {
+            (manifold.subshape1, manifold.subshape2)
+        } else {
+            (manifold.subshape2, manifold.subshape1)
+        };
+        let triangle = match mesh.as_typed_shape() {
+            TypedShape::TriMesh(mesh) if triangle_id < mesh.num_triangles() as u32 => mesh.triangle(triangle_id),
+            TypedShape::HeightField(field) => match field.triangle_at_id(triangle_id) {
+                Some(triangle) => triangle,
+                None => continue,
+            },
+            _ => continue,
+        };
+        let (part_pose, part) = match other.as_compound() {
+            Some(compound) => match compound.shapes().get(part_id as usize) {
+                Some((pose, part)) => (Some(*pose), part.as_ref()),
+                None => continue,
+            },
+            None => (None, other),
+        };
+        let (Some(normal), Some((features, border))) = (triangle.normal(), part.as_polygonal_feature_map()) else {
+            continue;
+        };
+        let (mesh_to_part, part_to_mesh) = part_frames(triangles_first, pos12, part_pose);
+        // Out of the triangle, towards the part; and the part's lowest point along it.
+        let centre = part_to_mesh.transform_point(part.compute_local_bounding_sphere().center);
+        let out = if normal.dot(centre - triangle.a) < 0.0 {
+            -normal
+        } else {
+            normal
+        };
+        let down = mesh_to_part.rotation * -out;
+        let lowest = features.local_support_point(down);
+        let lowest_in_mesh = part_to_mesh.transform_point(lowest);
+        let gap = (lowest_in_mesh - triangle.a).dot(out) - border;
+        let foot = lowest_in_mesh - out * (gap + border);
+        if gap > prediction {
+            continue;
+        }
+        let mut triangle_face = PolygonalFeature::default();
+        let mut part_feature = PolygonalFeature::default();
+        triangle.local_support_feature(out, &mut triangle_face);
+        features.local_support_feature_toward(down, lowest, &mut part_feature);
+        if triangles_first {
+            PolygonalFeature::contacts(
+                &part_to_mesh,
+                &mesh_to_part,
+                out,
+                down,
+                &triangle_face,
+                &part_feature,
+                manifold,
+                false,
+            );
+            manifold.local_n1 = out;
+            manifold.local_n2 = down;
+        } else {
+            PolygonalFeature::contacts(
+                &mesh_to_part,
+                &part_to_mesh,
+                down,
+                out,
+                &part_feature,
+                &triangle_face,
+                manifold,
+                false,
+            );
+            manifold.local_n1 = down;
+            manifold.local_n2 = out;
+        }
+        if over(&triangle, out, foot) {
+            // The lowest point itself, as parry adds GJK's closest points.
+            let (local_p1, local_p2) = if triangles_first {
+                (foot, lowest)
+            } else {
+                (lowest, foot)
+            };
+            manifold.points.push(TrackedContact::new(
+                local_p1,
+                local_p2,
+                PackedFeatureId::UNKNOWN,
+                PackedFeatureId::UNKNOWN,
+                gap + border,
+            ));
+        }
+        if border != 0.0 {
+            let (normal1, normal2) = (manifold.local_n1, manifold.local_n2);
+            for contact in &mut manifold.points {
+                if triangles_first {
+                    contact.local_p2 += normal2 * border;
+                } else {
+                    contact.local_p1 += normal1 * border;
+                }
+                contact.dist -= border;
+            }
+        }
+    }
+}
+
+/// Whether `point`, in `triangle`'s plane (`out` its unit normal), lies inside it to
+/// [`OVER_TRIANGLE`].
+fn over(triangle: &Triangle, out: Vec3, point: Vec3) -> bool {
+    let corners = [triangle.a, triangle.b, triangle.c];
+    let longest = (0..3)
+        .map(|i| (corners[(i + 1) % 3] - corners[i]).length())
+        .fold(0.0, f32::max);
+    // The corners' turn about `out`, to tell inside from outside whatever the winding.
+    let turn = (triangle.b - triangle.a)
+        .cross(triangle.c - triangle.a)
+        .dot(out)
+        .signum();
+    (0..3).all(|i| {
+        let (from, to) = (corners[i], corners[(i + 1) % 3]);
+        let edge = to - from;
+        turn * edge.cross(point - from).dot(out) >= -OVER_TRIANGLE * longest * edge.length()
+    })
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use parry3d::query::{
 use parry3d::shape::{Shape, ShapeType};
 
 use super::PhysicsWorld;
-use super::lost_contact::{DRAWN_APART, ask_drawn_apart, ask_each_triangle};
+use super::lost_contact::{DRAWN_APART, ask_drawn_apart, ask_each_triangle, read_given_up_triangles};
 use super::manifold_view::{ManifoldView, WorldPose};
 use super::reduction::{Candidate, Reduction, reverse, reversed, suspect};
 use super::refine::{TouchPoint, part};
@@ -265,6 +265,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         {
             continue;
         }
+        read_given_up_triangles(&pos12, shape1, shape2, prediction, &mut cache.manifolds);
         // A wrong normal from parry's GJK (see `reduction::DEPTH_SLACK`) is a numerical accident
         // of one configuration in one order: in every such step seen, parry asked the other way
         // round got it right. So is a pair that touched last step and now has no point at all:
