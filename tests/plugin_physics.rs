@@ -229,6 +229,24 @@ fn prisms_and_cylinders_thrown_onto_a_slab_land_without_sinking() {
     }
 }
 
+/// A seven-sided prism thrown spinning onto a slab of friction 0.3 settles flat without sinking.
+/// Settling, it got from GJK a normal 19° off both faces, out of an edge of its face 0.13 mm
+/// above the slab, and the corners across its face went 7 mm into the slab in the step. The
+/// slab's face, along which the two lie furthest apart, is now taken for the normal
+/// (`pipeline::refine`).
+#[test]
+fn a_prism_settling_flat_on_a_slab_keeps_the_slabs_normal() {
+    let deepest = deepest_of_throws(
+        |app| {
+            ground(app, 40.0, 0.3);
+        },
+        &prism_hull(7, 0.3, 0.3),
+        6,
+    );
+    println!("seven-sided prism thrown six times: deepest contact {deepest:e} m");
+    assert!(deepest < 1e-3, "{deepest} m deep");
+}
+
 /// A cylinder and a disc thrown tilted and spinning onto a large upright cylinder's cap land as
 /// on a slab. A rim tilted on a cap was left to parry's square of the rim, and the rim between
 /// its corners went 2.7 cm (the cylinder) and 3.7 cm (the disc) into the cap; it now rests on

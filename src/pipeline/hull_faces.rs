@@ -9,7 +9,9 @@
 //! lie over the other, and where their edges cross; against a cylinder's cap, the rim's points
 //! over the face, the face's corners over the cap, and where the face's edges cross the rim.
 //! The faces may lean on each other (a prism landing on a corner): the corners that parry left
-//! out are those that strike next. Knows nothing of caches, reduction or bodies.
+//! out are those that strike next. So, too, for faces of any corners where parry clipped them
+//! along a normal GJK turned off both (`refine::face_contact`). Knows nothing of caches,
+//! reduction or bodies.
 
 use bevy_math::{DQuat, DVec2, DVec3, Vec3};
 use parry3d::shape::{ConvexPolyhedron, Shape, TypedShape};
@@ -301,13 +303,23 @@ impl<'a> Overlap<'a> {
     }
 }
 
-/// The points of a flat contact in which a hull's face of more than four corners meets the
-/// other shape's face or a cylinder's cap: `flat` is the shape (part) whose face `plane` is, at
-/// its pose, with the face's normal in its frame; `other` the other shape at its pose. Points
-/// whose gap exceeds `prediction` are dropped. Writes the points to `points` and says whether
-/// it did: not where neither face has more than four corners (parry's points stand), nor where
-/// the other shape has neither a face nor a cap facing the plane.
-pub(super) fn long_face_contact(
+/// Whether a hull's face of more than four corners is in a flat contact: `flat`'s face of
+/// `face_normal` (its frame) whose plane is `plane`, or `other`'s face (at `other_rotation`)
+/// towards it. Where neither is, parry's points stand.
+pub(super) fn long_face_in(
+    plane: &FacePlane,
+    (flat, face_normal): (&dyn Shape, Vec3),
+    (other, other_rotation): (&dyn Shape, DQuat),
+) -> bool {
+    has_long_face(flat, face_normal) || has_long_face(other, (other_rotation.inverse() * -plane.normal).as_vec3())
+}
+
+/// The points of a flat contact in which a face meets the other shape's face or a cylinder's
+/// cap: `flat` is the shape (part) whose face `plane` is, at its pose, with the face's normal in
+/// its frame; `other` the other shape at its pose. Points whose gap exceeds `prediction` are
+/// dropped. Writes the points to `points` and says whether it did: not where the other shape
+/// has neither a face nor a cap facing the plane.
+pub(super) fn faces_contact(
     plane: &FacePlane,
     (flat, flat_pose, face_normal): (&dyn Shape, (DQuat, DVec3), Vec3),
     (other, other_pose): (&dyn Shape, (DQuat, DVec3)),
@@ -315,9 +327,6 @@ pub(super) fn long_face_contact(
     points: &mut Vec<(TouchPoint, u64)>,
 ) -> bool {
     let into_other = (other_pose.0.inverse() * -plane.normal).as_vec3();
-    if !has_long_face(flat, face_normal) && !has_long_face(other, into_other) {
-        return false;
-    }
     let faces = (face(flat, face_normal, flat_pose), face(other, into_other, other_pose));
     let caps = (cap(flat, face_normal, flat_pose), cap(other, into_other, other_pose));
     match (caps, faces) {
@@ -367,7 +376,8 @@ mod tests {
     ) -> Vec<(TouchPoint, u64)> {
         let plane = FacePlane::new(false, (Vec3::Y, on_face), flat_pose);
         let mut points = Vec::new();
-        assert!(long_face_contact(
+        assert!(long_face_in(&plane, (flat, Vec3::Y), (other.0, other.1.0)));
+        assert!(faces_contact(
             &plane,
             (flat, flat_pose, Vec3::Y),
             other,

@@ -28,7 +28,7 @@
 use bevy_math::{DQuat, DVec2, DVec3, Vec3};
 use parry3d::query::{ContactManifold, Ray, TrackedContact};
 
-use super::hull_faces::long_face_contact;
+use super::hull_faces::{faces_contact, long_face_in};
 use super::reduction::is_closest_points;
 use parry3d::shape::{Capsule, Cylinder, Shape, ShapeType, SupportMap, Triangle, TypedShape};
 
@@ -622,20 +622,33 @@ pub(super) fn face_contact(
         face_of(second, manifold.subshape2, manifold.local_n2).map(|(cos, face)| (cos, false, face)),
     ];
     let nearest = faces.into_iter().flatten().max_by(|a, b| a.0.total_cmp(&b.0));
-    let Some((cos, flat_first, face)) = nearest else {
+    let Some(nearest) = nearest else {
         return false;
     };
-    // Leaning beyond `FACE_NORMAL`, only a long face's whole overlap replaces parry's points:
-    // its four corners left out the corner of a landing prism that struck next, 1.3 cm deep.
+    // A mesh's or height field's part is the manifold's triangle.
+    let triangles = (
+        triangle_of(part1, manifold.subshape1),
+        triangle_of(part2, manifold.subshape2),
+    );
+    let part1: &dyn Shape = triangles.0.as_ref().map_or(part1, |triangle| triangle);
+    let part2: &dyn Shape = triangles.1.as_ref().map_or(part2, |triangle| triangle);
+    let sides = [(part1, pose1), (part2, pose2)];
+    let arranged = |flat_first: bool| if flat_first { sides } else { [sides[1], sides[0]] };
+    // Off every face by more than round-off, the face whose axis parts the shapes as well as
+    // GJK's normal does is the contact's, exactly (`parting_face`).
+    let parting = (nearest.0 < 1.0 - FACE_NORMAL as f64 && !pointless)
+        .then(|| parting_face(manifold, faces, sides))
+        .flatten();
+    let (cos, flat_first, face) = parting.unwrap_or(nearest);
+    // Leaning beyond `FACE_NORMAL`, only the faces' whole overlap replaces parry's points: a
+    // long face's, whose four corners left out the corner of a landing prism that struck next,
+    // 1.3 cm deep; any face's whose axis parts the shapes, parry's points clipped along a normal
+    // the face corrects.
     let leaning = cos < 1.0 - FACE_NORMAL as f64;
-    if cos < 1.0 - LONG_FACE_NORMAL {
+    if cos < 1.0 - LONG_FACE_NORMAL && parting.is_none() {
         return false;
     }
-    let sides = [(part1, manifold.subshape1, pose1), (part2, manifold.subshape2, pose2)];
-    let [
-        (flat_part, flat_subshape, flat_pose),
-        (other_part, other_subshape, other_pose),
-    ] = if flat_first { sides } else { [sides[1], sides[0]] };
+    let [(flat_part, flat_pose), (other_part, other_pose)] = arranged(flat_first);
     points.clear();
     let plane = FacePlane::new(flat_first, face, flat_pose);
     match other_part.as_ball() {
@@ -645,15 +658,12 @@ pub(super) fn face_contact(
         // to roll after 6 s, its speed doubling every 15 steps, and kept 4.9e-4 m/s.
         Some(ball) => points.push((plane.touch(other_pose.1 - plane.normal * ball.radius as f64), 0)),
         None => {
-            // A mesh's or height field's part is the manifold's triangle.
-            let triangles = (
-                triangle_of(flat_part, flat_subshape),
-                triangle_of(other_part, other_subshape),
-            );
-            let flat_part: &dyn Shape = triangles.0.as_ref().map_or(flat_part, |triangle| triangle);
-            let other_part: &dyn Shape = triangles.1.as_ref().map_or(other_part, |triangle| triangle);
             let flat = (flat_part, flat_pose, face.0);
-            if !long_face_contact(&plane, flat, (other_part, other_pose), prediction, points) {
+            let other = (other_part, other_pose);
+            let overlapped = (parting.is_some()
+                || long_face_in(&plane, (flat_part, face.0), (other_part, other_pose.0)))
+                && faces_contact(&plane, flat, other, prediction, points);
+            if !overlapped {
                 if pointless || leaning {
                     return false;
                 }
@@ -662,6 +672,66 @@ pub(super) fn face_contact(
         }
     }
     true
+}
+
+/// A face of one of a manifold's two shapes near parry's normal: the cosine between their
+/// normals, whether it is the first shape's, and the face (unit normal, a point of it) in its
+/// part's frame.
+type NearFace = (f64, bool, (Vec3, Vec3));
+
+/// How much less, m, a face's axis may part two shapes by than parry's normal and still be
+/// taken for their contact's normal: about `f32` round-off on shapes tens of metres across.
+const PARTING_SLACK: f64 = 1e-5;
+
+/// Of the two shapes' faces nearest parry's normal (`faces`, as `face_contact` finds them), the
+/// one whose axis parts the shapes most, where it parts them at least as well as parry's normal
+/// does, to [`PARTING_SLACK`]. Along the contact's normal two convex shapes lie furthest apart
+/// (least deep) of all directions, so of these axes it is the contact's. GJK finds the normal
+/// only to within the size of the shapes' difference: a seven-sided prism settling flat on a
+/// slab 40 m across got a normal 19° off both faces, along an edge of its face 0.13 mm above the
+/// slab, and the corners across its face went 7 mm into the slab in the step. `sides` are the
+/// two parts at their poses in parry's order.
+fn parting_face(
+    manifold: &ContactManifold<(), ()>,
+    faces: [Option<NearFace>; 2],
+    sides: [(&dyn Shape, (DQuat, DVec3)); 2],
+) -> Option<NearFace> {
+    let [(first, (rotation1, _)), (second, _)] = sides;
+    if first.as_ball().is_some() || second.as_ball().is_some() {
+        return None;
+    }
+    // How far `to` lies beyond `from` along `normal` (world, out of `from`).
+    let apart = |(from, (rotation, translation)): (&dyn Shape, (DQuat, DVec3)),
+                 (to, (to_rotation, to_translation)): (&dyn Shape, (DQuat, DVec3)),
+                 normal: DVec3| {
+        let outmost = from
+            .as_support_map()?
+            .local_support_point((rotation.inverse() * normal).as_vec3());
+        let lowest = to
+            .as_support_map()?
+            .local_support_point((to_rotation.inverse() * -normal).as_vec3());
+        let outmost = translation + rotation * outmost.as_dvec3();
+        let lowest = to_translation + to_rotation * lowest.as_dvec3();
+        Some((lowest - outmost).dot(normal))
+    };
+    let parrys = (rotation1 * manifold.local_n1.as_dvec3()).normalize();
+    let along_parrys = apart(sides[0], sides[1], parrys)?;
+    let parted = |&(cos, flat_first, face): &NearFace| {
+        let (flat, other) = if flat_first {
+            (sides[0], sides[1])
+        } else {
+            (sides[1], sides[0])
+        };
+        let normal = (flat.1.0 * face.0.as_dvec3()).normalize();
+        let gap = apart(flat, other, normal)?;
+        (gap >= along_parrys - PARTING_SLACK).then_some((gap, (cos, flat_first, face)))
+    };
+    faces
+        .iter()
+        .flatten()
+        .filter_map(parted)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, face)| face)
 }
 
 /// How parallel, as a cosine, two axes must be for their shapes to touch along a line (0.1°):
@@ -1241,6 +1311,60 @@ mod tests {
         for end in ends {
             assert!(end.gap.abs() < 1e-6, "gap {}", end.gap);
             assert!(end.normal.y > 1.0 - 1e-12, "normal {}", end.normal);
+        }
+    }
+
+    /// A seven-sided prism settling flat on a slab 40 m across, 2° from flat, its lowest corner
+    /// 0.1 mm above the slab, with a normal such as GJK gave it: 19° off both faces, out of an
+    /// edge of the prism's face. The slab's face parts the shapes most, and the prism's face is
+    /// read against it, each corner at its own height.
+    #[test]
+    fn a_normal_off_both_faces_turns_to_the_face_that_parts_the_shapes() {
+        let corners: Vec<Vec3> = (0..14)
+            .map(|k| {
+                let angle = (k / 2) as f32 * std::f32::consts::TAU / 7.0;
+                Vec3::new(0.3 * angle.cos(), [-0.15, 0.15][k % 2], 0.3 * angle.sin())
+            })
+            .collect();
+        let prism = parry3d::shape::ConvexPolyhedron::from_convex_hull(&corners).unwrap();
+        let slab = Cuboid::new(Vec3::new(20.0, 0.5, 20.0));
+        let tilt = DQuat::from_rotation_x(2f64.to_radians());
+        let height = |corner: Vec3| (tilt * corner.as_dvec3()).y;
+        let lowest = corners
+            .iter()
+            .map(|&corner| height(corner))
+            .fold(f64::INFINITY, f64::min);
+        let prism_pose = (tilt, DVec3::new(0.0, 1e-4 - lowest, 0.0));
+        let ground = (DQuat::IDENTITY, DVec3::new(0.0, -0.5, 0.0));
+        let off = 19f64.to_radians();
+        let gjks = DVec3::new(0.0, -off.cos(), off.sin());
+        let mut manifold = manifold_with_a_point(1e-4);
+        manifold.local_n1 = (tilt.inverse() * gjks).as_vec3();
+        manifold.local_n2 = (-gjks).as_vec3();
+        let mut points = Vec::new();
+        let shapes: (&dyn Shape, &dyn Shape) = (&prism, &slab);
+        assert!(face_contact(
+            &manifold,
+            shapes,
+            (false, 0.05),
+            prism_pose,
+            ground,
+            &mut points
+        ));
+        let mut gaps: Vec<f64> = points.iter().map(|(point, _)| point.gap).collect();
+        let mut heights: Vec<f64> = corners
+            .iter()
+            .filter(|corner| corner.y < 0.0)
+            .map(|&corner| height(corner) + prism_pose.1.y)
+            .collect();
+        gaps.sort_by(f64::total_cmp);
+        heights.sort_by(f64::total_cmp);
+        assert_eq!(gaps.len(), 7, "{gaps:?}");
+        for (gap, height) in gaps.iter().zip(&heights) {
+            assert!((gap - height).abs() < 1e-7, "gap {gap} at a corner {height} high");
+        }
+        for (point, _) in &points {
+            assert!(point.normal.y > 1.0 - 1e-12, "normal {}", point.normal);
         }
     }
 
