@@ -12,12 +12,24 @@ use bevy_math::{DVec3, Vec3};
 use parry3d::query::{ContactManifold, TrackedContact};
 use parry3d::shape::PackedFeatureId;
 
-/// Most points kept per manifold: all of them when two boxes' faces meet, whose clipped polygon
-/// has up to eight corners (an octagon when the faces are turned 45° to each other). Every corner
-/// is a point the top box can tip onto: kept to four, a box resting on another at an angle rocked
-/// about the edge between two kept corners onto a dropped one, which was found penetrated a step
-/// late and pushed out, and that push kept a heap of 100 boxes rocking for good.
-pub(super) const MAX_POINTS: usize = 8;
+/// Most points kept of a flat manifold: all of them when two boxes' faces meet, whose clipped
+/// polygon has up to eight corners (an octagon when the faces are turned 45° to each other).
+/// Every corner is a point the top box can tip onto: kept to four, a box resting on another at
+/// an angle rocked about the edge between two kept corners onto a dropped one, which was found
+/// penetrated a step late and pushed out, and that push kept a heap of 100 boxes rocking for
+/// good.
+const FLAT_POINTS: usize = 8;
+
+/// Most points kept of a manifold that leans (see [`LEANING`]): every corner of a hull's face of
+/// up to sixteen (`hull_faces`) may be the next to strike. Kept to the eight that span it,
+/// whatever their gaps, a twelve-sided prism's face leaning onto a slab kept corners 3 cm up and
+/// dropped one between two of the lowest, which struck next, 1.4 mm deep.
+pub(super) const MAX_POINTS: usize = 16;
+
+/// How far the gaps of a manifold's points may spread, as a share of its extent, for it to
+/// count as flat (about a milliradian), and keep [`FLAT_POINTS`]: resting faces keep the points
+/// they always had.
+const LEANING: f32 = 1e-3;
 
 /// Points of a manifold closer together than this fraction of its extent count as one: clipped
 /// against each other, two boxes' coincident faces give every corner twice, and a box turned by
@@ -26,8 +38,8 @@ const MERGE_FRACTION: f32 = 1e-3;
 
 /// Of `len` points of one contact plane, at `position(i)` (in any frame) and `gap(i)` apart, the
 /// indices of those kept: all of them with near-duplicates merged (see [`MERGE_FRACTION`]), in
-/// their order; beyond [`MAX_POINTS`], those that span them: the deepest, then each time the
-/// one farthest from all those kept.
+/// their order; beyond [`FLAT_POINTS`], or [`MAX_POINTS`] where the manifold leans, those that
+/// span them: the deepest, then each time the one farthest from all those kept.
 pub(super) fn reduce(
     len: usize,
     position: impl Fn(usize) -> Vec3,
@@ -42,7 +54,15 @@ pub(super) fn reduce(
     nearest.extend((0..len).map(|i| (p(i) - p(deepest)).length_squared()));
     let extent_squared = nearest.iter().copied().fold(0.0, f32::max);
     let merge_squared = MERGE_FRACTION * MERGE_FRACTION * extent_squared;
-    if len <= MAX_POINTS {
+    let (lowest, highest) = (0..len).fold((f32::INFINITY, f32::NEG_INFINITY), |(lowest, highest), i| {
+        (lowest.min(gap(i)), highest.max(gap(i)))
+    });
+    let most = if highest - lowest > LEANING * extent_squared.sqrt() {
+        MAX_POINTS
+    } else {
+        FLAT_POINTS
+    };
+    if len <= most {
         let mut count = 0;
         for i in 0..len {
             let nearest_kept = kept[..count]
@@ -58,7 +78,7 @@ pub(super) fn reduce(
         return kept;
     }
     kept[0] = Some(deepest);
-    for slot in kept.iter_mut().skip(1) {
+    for slot in kept[..most].iter_mut().skip(1) {
         // A loop, not `max_by`: a comparator scores both sides, every point twice. Ties go to
         // the last point, as `max_by`'s do.
         let mut best = (0, f32::NEG_INFINITY);
