@@ -588,7 +588,9 @@ fn through_gjk(first: &dyn Shape, second: &dyn Shape) -> bool {
 /// a hull's corner on a face. The face's normal is exact where GJK's is not, and parry's points
 /// on the other shape are measured against the face's plane, written to `points`; where a hull's
 /// face of more than four corners is in the contact, the faces' overlap within `prediction`
-/// instead (`hull_faces`), for a normal as far as [`LONG_FACE_NORMAL`] from the face's.
+/// instead (`hull_faces`), for a normal as far as [`LONG_FACE_NORMAL`] from the face's. Off
+/// every face beyond that, the face whose axis parts the shapes at least as well as GJK's normal
+/// ([`parting_face`]), and the faces' overlap, whatever their corners.
 ///
 /// A cylinder's cap standing flat on a face is `super::caps`'. Not for a cylinder on a mesh, a
 /// height field or a compound (`composite`) otherwise: parry's points there come one triangle at
