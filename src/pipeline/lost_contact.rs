@@ -20,6 +20,8 @@ use parry3d::math::{Pose, Vec3};
 use parry3d::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher, TrackedContact};
 use parry3d::shape::{PackedFeatureId, PolygonalFeature, PolygonalFeatureMap, Shape, Triangle, TypedShape};
 
+use super::refine::triangle_of;
+
 /// How far, m, [`ask_drawn_apart`] draws two shapes apart.
 pub(super) const DRAWN_APART: f32 = 1e-3;
 
@@ -191,13 +193,8 @@ pub(super) fn read_given_up_triangles(
         } else {
             (manifold.subshape2, manifold.subshape1)
         };
-        let triangle = match mesh.as_typed_shape() {
-            TypedShape::TriMesh(mesh) if triangle_id < mesh.num_triangles() as u32 => mesh.triangle(triangle_id),
-            TypedShape::HeightField(field) => match field.triangle_at_id(triangle_id) {
-                Some(triangle) => triangle,
-                None => continue,
-            },
-            _ => continue,
+        let Some(triangle) = triangle_of(mesh, triangle_id) else {
+            continue;
         };
         let (part_pose, part) = match other.as_compound() {
             Some(compound) => match compound.shapes().get(part_id as usize) {
