@@ -198,6 +198,18 @@ fn a_cylinder_and_a_seven_sided_prism_stand_on_each_other() {
     assert!(moved < 1e-6, "prism on a cylinder moved {moved} m");
 }
 
+/// The deepest contact of six throws of `shape` onto the 40 m slab of [`ground`], of friction
+/// `friction` (`deepest_of_throws`).
+fn deepest_of_six_throws_onto_a_slab(shape: &Collider, friction: f32) -> f32 {
+    deepest_of_throws(
+        |app| {
+            ground(app, 40.0, friction);
+        },
+        shape,
+        6,
+    )
+}
+
 /// Prisms of five and seven sides and a cylinder dropped from 1.5 m, tilted and spinning, six
 /// throws each, tumble and come to rest on the slab.
 /// - A prism landing on a corner of its seven-sided face got from GJK a normal 2.8 mrad off the
@@ -217,13 +229,7 @@ fn prisms_and_cylinders_thrown_onto_a_slab_land_without_sinking() {
         ("cylinder", Collider::cylinder(0.3, 0.3), 3e-3),
     ];
     for (name, shape, bound) in shapes {
-        let deepest = deepest_of_throws(
-            |app| {
-                ground(app, 40.0, 0.5);
-            },
-            &shape,
-            6,
-        );
+        let deepest = deepest_of_six_throws_onto_a_slab(&shape, 0.5);
         println!("{name} thrown six times: deepest contact {deepest:e} m");
         assert!(deepest < bound, "{name}: {deepest} m deep");
     }
@@ -236,13 +242,7 @@ fn prisms_and_cylinders_thrown_onto_a_slab_land_without_sinking() {
 /// (`pipeline::refine`).
 #[test]
 fn a_prism_settling_flat_on_a_slab_keeps_the_slabs_normal() {
-    let deepest = deepest_of_throws(
-        |app| {
-            ground(app, 40.0, 0.3);
-        },
-        &prism_hull(7, 0.3, 0.3),
-        6,
-    );
+    let deepest = deepest_of_six_throws_onto_a_slab(&prism_hull(7, 0.3, 0.3), 0.3);
     println!("seven-sided prism thrown six times: deepest contact {deepest:e} m");
     assert!(deepest < 1e-3, "{deepest} m deep");
 }
@@ -254,13 +254,7 @@ fn a_prism_settling_flat_on_a_slab_keeps_the_slabs_normal() {
 /// (`pipeline::reduction`).
 #[test]
 fn a_twelve_sided_prism_thrown_onto_a_slab_lands_on_its_whole_face() {
-    let deepest = deepest_of_throws(
-        |app| {
-            ground(app, 40.0, 0.5);
-        },
-        &prism_hull(12, 0.3, 0.3),
-        6,
-    );
+    let deepest = deepest_of_six_throws_onto_a_slab(&prism_hull(12, 0.3, 0.3), 0.5);
     println!("twelve-sided prism thrown six times: deepest contact {deepest:e} m");
     assert!(deepest < 5e-4, "{deepest} m deep");
 }
@@ -284,13 +278,7 @@ fn cylinders_thrown_onto_a_cylinders_cap_land_as_on_a_slab() {
         ("disc", Collider::cylinder(0.3, 0.06)),
     ] {
         let on_cap = deepest_of_throws(pedestal, &shape, 6);
-        let on_slab = deepest_of_throws(
-            |app| {
-                ground(app, 40.0, 0.5);
-            },
-            &shape,
-            6,
-        );
+        let on_slab = deepest_of_six_throws_onto_a_slab(&shape, 0.5);
         println!(
             "{name} thrown six times onto a cylinder's cap: deepest contact {on_cap:e} m (on a slab {on_slab:e} m)"
         );
