@@ -90,16 +90,39 @@ impl Collider {
             .map(Self::of)
     }
 
-    /// A height field over the XZ plane: `heights` in row-major order with `rows × columns`
-    /// samples, spanning `scale` (x extent, height factor, z extent). Like
+    /// A height field over the XZ plane, centred on the origin: `heights` in row-major order
+    /// with `rows × columns` samples, spanning `scale` (x extent, height factor, z extent). A
+    /// row runs along X and the rows follow each other along Z, as the rows of an image seen
+    /// from above: sample `heights[r * columns + c]` stands at
+    /// `x = scale.x · (c / (columns − 1) − ½)`, `z = scale.z · (r / (rows − 1) − ½)`. Like
     /// [`Collider::trimesh`], smooth across the edges of its triangles and one-sided: it pushes
     /// upwards. (parry 0.31 then loses a ball's contact for one step when the ball's centre
     /// lies exactly over a cell's edge: it drops by g·dt² and is pushed back.)
+    ///
+    /// ```
+    /// use bevy_canal::prelude::*;
+    /// use parry3d::query::{Ray, RayCast};
+    ///
+    /// // Three rows of five samples over 8 m (x) by 4 m (z), rising by 0.25 m a column.
+    /// let heights = (0..3).flat_map(|_row| (0..5).map(|column| 0.25 * column as f32)).collect();
+    /// let ramp = Collider::heightfield(heights, 3, 5, Vec3::new(8.0, 1.0, 4.0)).unwrap();
+    /// // Above x = 4 (the last column) the ground is 1 m high, above x = −4 at 0, whatever z.
+    /// for (x, z, ground) in [(4.0, -2.0, 1.0), (4.0, 1.0, 1.0), (-4.0, 2.0, 0.0), (0.0, 0.5, 0.5)] {
+    ///     let down = Ray::new(Vec3::new(x, 5.0, z), Vec3::NEG_Y);
+    ///     let drop = ramp.shape().cast_local_ray(&down, 10.0, true).unwrap();
+    ///     assert!((5.0 - drop - ground).abs() < 1e-5, "({x}, {z}): {}", 5.0 - drop);
+    /// }
+    /// ```
     pub fn heightfield(heights: Vec<f32>, rows: usize, columns: usize, scale: Vec3) -> Option<Self> {
         if heights.len() != rows * columns || rows < 2 || columns < 2 {
             return None;
         }
-        let matrix = parry3d::utils::Array2::new(rows, columns, heights);
+        // parry's array is column-major, its rows along Z and its columns along X.
+        let column_major = (0..columns)
+            .flat_map(|c| (0..rows).map(move |r| (r, c)))
+            .map(|(r, c)| heights[r * columns + c])
+            .collect();
+        let matrix = parry3d::utils::Array2::new(rows, columns, column_major);
         Some(Self::of(SharedShape::heightfield_with_flags(
             matrix,
             scale,
