@@ -133,7 +133,10 @@ pub(super) fn ask_each_triangle(
 
 /// Which of `first` and `second` is a triangle mesh or height field: whether it is `first`, the
 /// mesh, the other shape. `None` if neither is.
-fn mesh_and_other<'a>(first: &'a dyn Shape, second: &'a dyn Shape) -> Option<(bool, &'a dyn Shape, &'a dyn Shape)> {
+pub(super) fn mesh_and_other<'a>(
+    first: &'a dyn Shape,
+    second: &'a dyn Shape,
+) -> Option<(bool, &'a dyn Shape, &'a dyn Shape)> {
     match (first.as_typed_shape(), second.as_typed_shape()) {
         (TypedShape::TriMesh(_) | TypedShape::HeightField(_), _) => Some((true, first, second)),
         (_, TypedShape::TriMesh(_) | TypedShape::HeightField(_)) => Some((false, second, first)),
@@ -141,9 +144,37 @@ fn mesh_and_other<'a>(first: &'a dyn Shape, second: &'a dyn Shape) -> Option<(bo
     }
 }
 
+/// A manifold's triangle id and the other shape's part id, `triangles_first` as from
+/// [`mesh_and_other`].
+pub(super) fn triangle_and_part_ids(manifold: &ContactManifold<(), ()>, triangles_first: bool) -> (u32, u32) {
+    if triangles_first {
+        (manifold.subshape1, manifold.subshape2)
+    } else {
+        (manifold.subshape2, manifold.subshape1)
+    }
+}
+
+/// The triangle `triangle_id` of `mesh`, and the part `part_id` of `other` with its pose in
+/// `other` (`None` where `other` is not a compound).
+pub(super) fn triangle_and_part<'a>(
+    mesh: &dyn Shape,
+    other: &'a dyn Shape,
+    triangle_id: u32,
+    part_id: u32,
+) -> Option<(Triangle, Option<Pose>, &'a dyn Shape)> {
+    let triangle = triangle_of(mesh, triangle_id)?;
+    match other.as_compound() {
+        Some(compound) => {
+            let (pose, part) = compound.shapes().get(part_id as usize)?;
+            Some((triangle, Some(*pose), part.as_ref()))
+        }
+        None => Some((triangle, None, other)),
+    }
+}
+
 /// From the mesh's frame to a part's of the other shape (at `part_pose` in it, if a compound's
 /// part), and back; `pos12` takes the second shape's frame to the first's.
-fn part_frames(triangles_first: bool, pos12: &Pose, part_pose: Option<Pose>) -> (Pose, Pose) {
+pub(super) fn part_frames(triangles_first: bool, pos12: &Pose, part_pose: Option<Pose>) -> (Pose, Pose) {
     let part_pose = part_pose.unwrap_or(Pose::IDENTITY);
     let mesh_to_part = if triangles_first {
         part_pose.inverse() * pos12.inverse()
@@ -188,20 +219,9 @@ pub(super) fn read_given_up_triangles(
         .iter_mut()
         .filter(|manifold| manifold.points.is_empty() && manifold.local_n1 == GAVE_UP)
     {
-        let (triangle_id, part_id) = if triangles_first {
-            (manifold.subshape1, manifold.subshape2)
-        } else {
-            (manifold.subshape2, manifold.subshape1)
-        };
-        let Some(triangle) = triangle_of(mesh, triangle_id) else {
+        let (triangle_id, part_id) = triangle_and_part_ids(manifold, triangles_first);
+        let Some((triangle, part_pose, part)) = triangle_and_part(mesh, other, triangle_id, part_id) else {
             continue;
-        };
-        let (part_pose, part) = match other.as_compound() {
-            Some(compound) => match compound.shapes().get(part_id as usize) {
-                Some((pose, part)) => (Some(*pose), part.as_ref()),
-                None => continue,
-            },
-            None => (None, other),
         };
         let (Some(normal), Some((features, border))) = (triangle.normal(), part.as_polygonal_feature_map()) else {
             continue;

@@ -2,8 +2,9 @@
 //!
 //! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
 //! (contact points; with `manifold_view`, parry's answers in world coordinates, `lost_contact`,
-//! a mesh's triangles asked one by one when parry lost a touching pair, `separation`, parry's
-//! normal checked against the shapes' extremes, `caps`, a cylinder's cap on a face, `refine`,
+//! a mesh's triangles asked one by one when parry lost a touching pair, `valleys`, the triangle
+//! beyond a concave edge read by its plane, `separation`, parry's normal checked against the
+//! shapes' extremes, `caps`, a cylinder's cap on a face, `refine`,
 //! exact lines of contact along cylinders and capsules and exact faces under GJK, `hull_faces`,
 //! a hull's face of more than four corners read whole, `seams`, no contact through the cuts
 //! between a compound's parts, and `reduction`, which points the solver gets) → [`solve`]
@@ -29,6 +30,7 @@ pub(crate) mod seams;
 mod separation;
 mod shape_cache;
 pub(crate) mod solve;
+mod valleys;
 mod world;
 pub(crate) mod write_back;
 

@@ -26,6 +26,7 @@ use super::manifold_view::{ManifoldView, WorldPose};
 use super::reduction::{Candidate, Reduction, reverse, reversed, suspect};
 use super::refine::{TouchPoint, part};
 use super::separation::{astray, centres_apart};
+use super::valleys::read_valley_triangles;
 use super::world::SimBody;
 use crate::resources::PhysicsSettings;
 
@@ -266,6 +267,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             continue;
         }
         read_given_up_triangles(&pos12, shape1, shape2, prediction, &mut cache.manifolds);
+        read_valley_triangles(&pos12, shape1, shape2, prediction, &mut cache.manifolds);
         // A wrong normal from parry's GJK (see `reduction::DEPTH_SLACK`) is a numerical accident
         // of one configuration in one order: in every such step seen, parry asked the other way
         // round got it right. So is a pair that touched last step and now has no point at all:
