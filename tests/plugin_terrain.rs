@@ -501,3 +501,62 @@ fn a_ball_rolling_into_a_valley_meets_the_slope_without_sinking() {
         assert!(deepest < 1e-4, "the ball went {deepest} m into the {what}'s slope");
     }
 }
+
+/// Gentle hills, `0.4 sin(x/3) cos(z/4)` m, as a mesh of 1 m squares over 40 m.
+fn spawn_hills(app: &mut App) {
+    let n = 41;
+    let corner = |i: usize, j: usize| {
+        let (x, z) = (i as f32 - 20.0, j as f32 - 20.0);
+        Vec3::new(x, 0.4 * (x / 3.0).sin() * (z / 4.0).cos(), z)
+    };
+    let vertices = (0..n).flat_map(|i| (0..n).map(move |j| corner(i, j))).collect();
+    let id = |i: usize, j: usize| (i * n + j) as u32;
+    let indices = (0..n - 1)
+        .flat_map(|i| (0..n - 1).map(move |j| (i, j)))
+        .flat_map(|(i, j)| {
+            [
+                [id(i, j), id(i, j + 1), id(i + 1, j)],
+                [id(i + 1, j), id(i, j + 1), id(i + 1, j + 1)],
+            ]
+        })
+        .collect();
+    app.world_mut().spawn((
+        RigidBody::Static,
+        Collider::trimesh(vertices, indices).unwrap(),
+        Friction::new(0.5),
+        Transform::IDENTITY,
+    ));
+}
+
+/// A log rolling at 4 m/s across gentle hills of 1 m triangles keeps its contact under both
+/// ends. Its line of contact with one triangle ran off the triangle onto a neighbour at another
+/// slope, and was clipped against the whole mesh by a ray just under the triangle's plane, which
+/// met the mesh's inside wherever the neighbours rose above that plane: the stretch kept was
+/// 2 cm at the near end, and the far end, over the triangle, went 9.2 mm into it. The line is
+/// now clipped to its own triangle (`pipeline::refine`).
+#[test]
+fn a_log_rolling_over_hills_keeps_both_ends_on_the_ground() {
+    let mut app = app(60.0);
+    spawn_hills(&mut app);
+    let heading = 4.0_f32;
+    let direction = Vec3::new(heading.cos(), 0.0, -heading.sin());
+    // Its axis across its heading, as a wheel's.
+    let log = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
+    let (radius, x, z) = (0.15, -3.2, -1.0);
+    let ground = 0.4 * (x / 3.0_f32).sin() * (z / 4.0_f32).cos();
+    app.world_mut().spawn((
+        RigidBody::Dynamic,
+        Collider::compound(vec![(Vec3::ZERO, log, Collider::capsule(radius, 0.6))]).unwrap(),
+        Friction::new(0.5),
+        Transform::from_xyz(x, ground + radius + 0.05, z).with_rotation(Quat::from_rotation_y(heading)),
+        LinearVelocity(direction * 4.0),
+        AngularVelocity(Vec3::Y.cross(direction) * 4.0 / radius),
+    ));
+    let mut deepest = 0.0_f32;
+    for _ in 0..300 {
+        step(&mut app, 1);
+        deepest = deepest.max(deepest_penetration(&app));
+    }
+    println!("log rolled over the hills: deepest contact {deepest:e} m");
+    assert!(deepest < 1e-3, "the log went {deepest} m into the hills");
+}

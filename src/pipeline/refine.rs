@@ -262,6 +262,30 @@ pub(super) fn triangle_of(shape: &dyn Shape, subshape: u32) -> Option<Triangle> 
     }
 }
 
+/// What a contact with `shape`'s subshape `subshape` lies on: a mesh's or height field's
+/// triangle, a compound's part, else the shape.
+pub(super) enum Piece<'a> {
+    Triangle(Triangle),
+    Part(&'a dyn Shape),
+}
+
+impl Piece<'_> {
+    pub fn shape(&self) -> &dyn Shape {
+        match self {
+            Piece::Triangle(triangle) => triangle,
+            Piece::Part(part) => *part,
+        }
+    }
+}
+
+/// The [`Piece`] of `shape` that `subshape` names.
+pub(super) fn piece(shape: &dyn Shape, subshape: u32) -> Piece<'_> {
+    match triangle_of(shape, subshape) {
+        Some(triangle) => Piece::Triangle(triangle),
+        None => Piece::Part(part(shape, subshape)),
+    }
+}
+
 /// `shape`'s part `subshape` if it is a compound, else `shape`.
 pub(super) fn part(shape: &dyn Shape, subshape: u32) -> &dyn Shape {
     shape
@@ -400,12 +424,13 @@ pub(super) fn side_on_face(
     };
     let flat_pose = (flat_rotation, flat_translation);
     let lying_pose = (lying_rotation, lying_translation);
+    let flat_piece = piece(flat, flat_subshape);
     let on = |face, checked| {
         line_on_face(
             &lying,
             lying_first,
             lying_pose,
-            part(flat, flat_subshape),
+            (part(flat, flat_subshape), flat_piece.shape()),
             flat_pose,
             face,
             checked,
@@ -482,7 +507,7 @@ pub(super) fn side_on_cap(
         &lying,
         !cap_first,
         lying_pose,
-        part(flat, subshape),
+        (part(flat, subshape), part(flat, subshape)),
         cap_pose,
         (normal, on_cap),
         true,
@@ -509,13 +534,19 @@ fn facing(shape: &dyn Shape, point: Vec3) -> Option<(Vec3, Vec3)> {
 }
 
 /// The line along which `lying` (at its world rotation and translation) touches `flat`'s face
-/// `(normal, point)` (in `flat`'s frame, at its world pose), if `checked` clipped to the face
-/// and only where some of it lies over it; in the pair's order given by `lying_first`.
+/// `(normal, point)` (in `flat`'s frame, at its world pose), if `checked` and its ends do not
+/// both lie on `flat`, clipped to `piece` of it (a mesh's triangle, or `flat` itself) and only
+/// where some of it lies over that; in the pair's order given by `lying_first`.
+///
+/// A line on a flat mesh lies on the mesh whole, and every triangle under it gives it whole.
+/// On a bumpy one its ends fall on other triangles' slopes, and each triangle gives the stretch
+/// over itself: clipped to the whole mesh instead, a log's line over one triangle was cut to
+/// 2 cm at its far end from its lowest point, which went 9 mm into the triangle.
 fn line_on_face(
     lying: &Lying,
     lying_first: bool,
     (lying_rotation, lying_translation): (DQuat, DVec3),
-    flat: &dyn Shape,
+    (flat, piece): (&dyn Shape, &dyn Shape),
     (flat_rotation, flat_translation): (DQuat, DVec3),
     (face, on_face): (Vec3, Vec3),
     checked: bool,
@@ -558,7 +589,7 @@ fn line_on_face(
     if !slope.is_finite() || slope > CLIPPED_SLOPE {
         return None;
     }
-    let (clipped, covered) = plane.clip(flat, flat_pose, ends)?;
+    let (clipped, covered) = plane.clip(piece, flat_pose, ends)?;
     (covered > CLIPPED_STRETCH).then_some(clipped)
 }
 
@@ -1021,12 +1052,40 @@ fn clip(
     if let Some(cylinder) = part.as_cylinder() {
         return clip_to_disc(cylinder.radius as f64, (rotation, translation), start, end);
     }
+    if let TypedShape::Triangle(triangle) = part.as_typed_shape() {
+        let local = |p: DVec3| rotation.inverse() * (p - translation);
+        return clip_to_triangle(triangle, local(start), local(end));
+    }
     let inside = (rotation.inverse() * normal).as_vec3() * -INSET;
     let local = |p: DVec3| (rotation.inverse() * (p - translation)).as_vec3() + inside;
     let (start, end) = (local(start), local(end));
     let from = part.cast_local_ray(&Ray::new(start, end - start), 1.0, true)?;
     let to = 1.0 - part.cast_local_ray(&Ray::new(end, start - end), 1.0, true)?;
     (from <= to).then_some((from as f64, to as f64))
+}
+
+/// The stretch, as fractions from `start` to `end` (in the triangle's plane and frame), of a
+/// line that lies over `triangle`: a ray along the line 1e-4 m under a face, as [`clip`] casts
+/// on solids, would pass under a triangle, which has no inside.
+fn clip_to_triangle(triangle: &Triangle, start: DVec3, end: DVec3) -> Option<(f64, f64)> {
+    let corners = [triangle.a, triangle.b, triangle.c].map(Vec3::as_dvec3);
+    let turn = (corners[1] - corners[0]).cross(corners[2] - corners[0]);
+    let (mut from, mut to) = (0.0_f64, 1.0_f64);
+    for k in 0..3 {
+        let (a, b) = (corners[k], corners[(k + 1) % 3]);
+        // How far inside the edge, in units of its length times the turn's.
+        let inside = |p: DVec3| (b - a).cross(p - a).dot(turn);
+        let (at_start, at_end) = (inside(start), inside(end));
+        if at_start < 0.0 && at_end < 0.0 {
+            return None;
+        }
+        if at_start < 0.0 {
+            from = from.max(at_start / (at_start - at_end));
+        } else if at_end < 0.0 {
+            to = to.min(at_start / (at_start - at_end));
+        }
+    }
+    (from <= to).then_some((from, to))
 }
 
 /// The stretch, as fractions from `start` to `end`, of a line on a cylinder's cap (at `pose`,
