@@ -199,7 +199,7 @@ impl<'a> CylinderOnFlat<'a> {
 /// spaced. Crowded towards the lowest point, where the rim touches next: a cylinder thrown
 /// spinning onto a slab, wobbling on its rim as a coin does, its lowest point running about
 /// 20° round a step, went 12.8 mm deep with eight evenly spaced and 1.6 mm with these.
-const TILTED_RIM_ROUND: [f64; 8] = [0.0, 15.0, -15.0, 50.0, -50.0, 110.0, -110.0, 180.0];
+pub(super) const TILTED_RIM_ROUND: [f64; 8] = [0.0, 15.0, -15.0, 50.0, -50.0, 110.0, -110.0, 180.0];
 
 /// Ids of a tilted cap's rim points, in [`TILTED_RIM_ROUND`]'s order. Apart from [`RIM_IDS`],
 /// whose points stay fixed on the cylinder.

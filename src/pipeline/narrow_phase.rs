@@ -26,7 +26,7 @@ use super::manifold_view::{ManifoldView, WorldPose};
 use super::reduction::{Candidate, Reduction, reverse, reversed, suspect};
 use super::refine::{TouchPoint, part};
 use super::separation::{astray, centres_apart};
-use super::valleys::read_valley_triangles;
+use super::valleys::{read_by_plane, read_valley_triangles};
 use super::world::SimBody;
 use crate::resources::PhysicsSettings;
 
@@ -445,7 +445,10 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 gap: point.gap,
                 id: mix(manifold_hash, feature),
             };
-            if refined && view.replaced((shape1, shape2), cones, (composite, prediction as f64), replaced_points) {
+            if refined
+                && !read_by_plane(view.manifold)
+                && view.replaced((shape1, shape2), cones, (composite, prediction as f64), replaced_points)
+            {
                 let points = replaced_points.iter().map(|(point, feature)| touching(point, *feature));
                 reduction.take_points(points, composite, |c| contact(c, manifold_hash));
                 continue;

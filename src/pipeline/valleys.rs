@@ -1,6 +1,6 @@
-//! Stage 3, a contact parry's internal-edge constraints drop in a valley: the triangle of a mesh
-//! or height field beyond a concave edge, read along its own normal while the other shape still
-//! lies over the triangle before it.
+//! Stage 3, the contacts parry's internal-edge constraints get wrong in a valley: the triangle of
+//! a mesh or height field beyond a concave edge, read along its own normal while the other shape
+//! still lies over the triangle before it, or touches it along the edge.
 //!
 //! parry keeps bodies from catching on the edges between a surface's triangles by turning each
 //! triangle's contact normal into the cone its edges allow, and then looks for the contact point
@@ -9,12 +9,18 @@
 //! along it lies over the triangle before the edge, not on this one: parry drops the contact.
 //! The triangle's manifold stays empty until the body's lowest point is over it, by which time
 //! the body is inside it: a ball rolling at 4 m/s into a valley whose slope turns by 2.4° went
-//! 2.4 mm into the rising triangle in one step.
+//! 2.4 mm into the rising triangle in one step. And where a body already overlaps the triangle
+//! beyond, parry's cone at a concave edge still spans the two triangles' normals (its edge
+//! normal is their mean, whatever the edge's turn), and it reads the body touching along the
+//! edge: a cylinder standing across such an edge, its rim over the rising triangle, sank 9 mm
+//! into it.
 //!
 //! Near a concave edge the space above the surface is exactly the part above both triangles'
-//! planes, so the plane of the triangle beyond is the contact: the gap is the body's lowest
-//! point's height over it. Over the triangle before the edge that plane lies below the surface,
-//! so it holds back no body resting or rolling there.
+//! planes, so the plane of the triangle beyond is the contact, and its own normal the only one:
+//! the gap is the body's lowest point's height over it. Over the triangle before the edge that
+//! plane lies below the surface, so it holds back no body resting or rolling there. The points
+//! are the body's lowest point and the corners round it: a hull's face whole, a cylinder's rim
+//! as `caps` reads a tilted one, else parry's feature there.
 //!
 //! Knows nothing of caches, reduction or bodies.
 
@@ -22,7 +28,27 @@ use parry3d::math::{Pose, Vec3};
 use parry3d::query::{ContactManifold, Ray, TrackedContact};
 use parry3d::shape::{HeightFieldFlags, PackedFeatureId, PolygonalFeature, Shape, TriMeshFlags, Triangle, TypedShape};
 
+use super::caps::TILTED_RIM_ROUND;
 use super::lost_contact::{mesh_and_other, part_frames, triangle_and_part, triangle_and_part_ids};
+use super::refine::FACE_NORMAL;
+
+/// The feature id of a valley reading's points on the triangle, a face parry never numbers:
+/// it marks the manifolds read here ([`read_by_plane`]). Not `UNKNOWN`, which would make the
+/// lowest point GJK's closest points (`reduction::is_closest_points`), and a manifold of those
+/// alone suspect.
+const VALLEY_FACE: PackedFeatureId = PackedFeatureId(u32::MAX);
+
+/// Whether `manifold` is a valley reading of [`read_valley_triangles`]. Such a manifold is the
+/// contact as it stands: the readings of `refine`, `caps` and `hull_faces` keep to the parts of
+/// the other shape over the triangle, and the parts that matter here lie beyond its edge. A box
+/// sliding at 3 m/s into a slope of 1 in 5 had its face's overlap with the slope's triangle
+/// taken for the contact, empty, and went 6.9 mm into the slope.
+pub(super) fn read_by_plane(manifold: &ContactManifold<(), ()>) -> bool {
+    manifold
+        .points
+        .first()
+        .is_some_and(|point| point.fid1 == VALLEY_FACE || point.fid2 == VALLEY_FACE)
+}
 
 /// Where across an edge, as a share of its length, [`rises_beyond`] looks at the surface.
 const PROBE: f32 = 1e-2;
@@ -32,13 +58,15 @@ const PROBE: f32 = 1e-2;
 /// it is over it, and the body comes at most this slope times its speed into it.
 const VALLEY_SLOPE: f32 = 1e-3;
 
-/// Reads each of `manifolds` that parry left empty whose triangle (of `first` or `second`,
-/// whichever is a mesh or height field with internal-edge constraints) the other shape
-/// approaches across a valley's edge: its lowest point along the triangle's normal lies in
-/// front of the triangle's plane by at most `prediction`, and beyond its edges by at most
-/// `prediction`, each of them concave. The points are that lowest point and the corners of the
-/// other shape's feature there, each with its height over the plane (`pos12` takes `second`'s
-/// frame to `first`'s).
+/// Reads by its triangle's plane each of `manifolds` (its triangle of `first` or `second`,
+/// whichever is a mesh or height field with internal-edge constraints) that parry left empty
+/// where the other shape approaches across a valley's edge: its lowest point along the
+/// triangle's normal lies in front of the plane by at most `prediction`, and beyond the
+/// triangle's edges by at most `prediction`, each of them concave. So, too, each that parry
+/// read along a normal turned off the triangle's over its concave edges alone, where that lowest
+/// point lies over the triangle or beyond concave edges only, at most `prediction` in front.
+/// The points are that lowest point and the corners round it (see [`lowest_points`]) that lie
+/// so too, each with its height over the plane (`pos12` takes `second`'s frame to `first`'s).
 pub(super) fn read_valley_triangles(
     pos12: &Pose,
     first: &dyn Shape,
@@ -54,7 +82,7 @@ pub(super) fn read_valley_triangles(
         TypedShape::HeightField(field) if field.flags().contains(HeightFieldFlags::FIX_INTERNAL_EDGES) => true,
         _ => return,
     };
-    for manifold in manifolds.iter_mut().filter(|manifold| manifold.points.is_empty()) {
+    for manifold in manifolds.iter_mut() {
         let (triangle_id, part_id) = triangle_and_part_ids(manifold, triangles_first);
         let Some((triangle, part_pose, part)) = triangle_and_part(mesh, other, triangle_id, part_id) else {
             continue;
@@ -64,30 +92,43 @@ pub(super) fn read_valley_triangles(
             continue;
         };
         let out = if upwards && normal.y < 0.0 { -normal } else { normal };
+        // Where parry gave points, only along a normal it turned over valley edges alone.
+        if !manifold.points.is_empty() {
+            let turned = if triangles_first {
+                manifold.local_n1
+            } else {
+                manifold.local_n2
+            };
+            if !turned_into_valley(mesh, &triangle, out, turned) {
+                continue;
+            }
+        }
         let (mesh_to_part, part_to_mesh) = part_frames(triangles_first, pos12, part_pose);
         let down = mesh_to_part.rotation * -out;
         let Some((lowest, corners)) = lowest_points(part, down) else {
             continue;
         };
-        let height = |point: Vec3| (part_to_mesh.transform_point(point) - triangle.a).dot(out);
+        let in_mesh = |point: Vec3| part_to_mesh.transform_point(point);
+        let height = |point: Vec3| (in_mesh(point) - triangle.a).dot(out);
+        let footing = |point: Vec3| footing(mesh, &triangle, out, in_mesh(point) - out * height(point), prediction);
         let gap = height(lowest);
-        if !(0.0..=prediction).contains(&gap) {
+        let admitted = if manifold.points.is_empty() {
+            (0.0..=prediction).contains(&gap) && footing(lowest) == Footing::InValley
+        } else {
+            gap <= prediction && footing(lowest) != Footing::Elsewhere
+        };
+        if !admitted {
             continue;
         }
-        let foot = part_to_mesh.transform_point(lowest) - out * gap;
-        if !beyond_valley_edges(mesh, &triangle, out, foot, prediction) {
-            continue;
-        }
-        // On the triangle, its face; the lowest point is not GJK's closest points
-        // (`reduction::is_closest_points`), which alone would make the manifold suspect.
-        let face = PackedFeatureId::face(0);
+        manifold.points.clear();
+        let face = VALLEY_FACE;
         let points = std::iter::once((lowest, PackedFeatureId::UNKNOWN)).chain(corners.iter().copied());
         for (point, on_part) in points {
             let dist = height(point);
-            if dist > prediction {
+            if dist > prediction || footing(point) == Footing::Elsewhere {
                 continue;
             }
-            let on_plane = part_to_mesh.transform_point(point) - out * dist;
+            let on_plane = in_mesh(point) - out * dist;
             manifold.points.push(if triangles_first {
                 TrackedContact::new(on_plane, point, face, on_part, dist)
             } else {
@@ -105,70 +146,151 @@ pub(super) fn read_valley_triangles(
 }
 
 /// The points of `part`'s surface (in its frame) that meet a plane first coming along `down`:
-/// its lowest point, and the other corners of its feature there with their ids (none for a
-/// ball). `None` for a shape that is neither a ball nor given by its features.
+/// its lowest point, and the other corners of its feature there with their ids: none for a
+/// ball, a hull's whole face, a cylinder's rim round from the lowest point where its cap faces
+/// the plane, else parry's feature. `None` for a shape that is neither a ball nor given by its
+/// features.
 fn lowest_points(part: &dyn Shape, down: Vec3) -> Option<(Vec3, Corners)> {
     let mut corners = Corners::default();
     if let Some(ball) = part.as_ball() {
         return Some((down * ball.radius, corners));
     }
+    // A cylinder's cap facing the plane: its rim round from its lowest point, as `caps` reads a
+    // tilted rim; parry's square of the cap leaves the rim between its corners to sag.
+    if let Some(cylinder) = part.as_cylinder()
+        && down.y.abs() >= RIM_DOWN
+    {
+        let lowest = Vec3::new(down.x, 0.0, down.z).try_normalize().unwrap_or(Vec3::X);
+        let quarter = lowest.cross(Vec3::Y);
+        let centre = Vec3::Y * cylinder.half_height * down.y.signum();
+        let rim = |degrees: f64| {
+            let (sin, cos) = degrees.to_radians().sin_cos();
+            centre + (lowest * cos as f32 + quarter * sin as f32) * cylinder.radius
+        };
+        for (k, &degrees) in TILTED_RIM_ROUND.iter().enumerate().skip(1) {
+            corners.push(rim(degrees), PackedFeatureId::vertex(k as u32));
+        }
+        return Some((rim(0.0), corners));
+    }
     let (features, border) = part.as_polygonal_feature_map()?;
     let inner = features.local_support_point(down);
+    // A hull's face whole: parry's feature holds its first four corners only (`hull_faces`).
+    if let Some(hull) = part.as_convex_polyhedron()
+        && let Some(face) = hull
+            .faces()
+            .iter()
+            .max_by(|a, b| a.normal.dot(down).total_cmp(&b.normal.dot(down)))
+        && face.num_vertices_or_edges as usize <= MOST_CORNERS
+    {
+        let first = face.first_vertex_or_edge as usize;
+        for &vertex in &hull.vertices_adj_to_face()[first..first + face.num_vertices_or_edges as usize] {
+            corners.push(hull.points()[vertex as usize], PackedFeatureId::vertex(vertex));
+        }
+        return Some((inner, corners));
+    }
     let mut feature = PolygonalFeature::default();
     features.local_support_feature_toward(down, inner, &mut feature);
     for k in (0..feature.num_vertices).filter(|&k| feature.vertices[k] != inner) {
-        corners.points[corners.count] = (feature.vertices[k] + down * border, feature.vids[k]);
-        corners.count += 1;
+        corners.push(feature.vertices[k] + down * border, feature.vids[k]);
     }
     Some((inner + down * border, corners))
 }
 
-/// Up to four corners of a feature, with their ids; no allocation in the narrow phase.
+/// How nearly along a cylinder's axis, as a cosine, the way down must lie for its cap to face a
+/// plane (60°, `caps`' lean of a rim).
+const RIM_DOWN: f32 = 0.5;
+
+/// Most corners of a feature read: a hull's face with more is read by parry's four.
+const MOST_CORNERS: usize = 16;
+
+/// Up to [`MOST_CORNERS`] corners of a feature, with their ids; no allocation in the narrow
+/// phase.
 struct Corners {
-    points: [(Vec3, PackedFeatureId); 4],
+    points: [(Vec3, PackedFeatureId); MOST_CORNERS],
     count: usize,
 }
 
 impl Default for Corners {
     fn default() -> Self {
         Self {
-            points: [(Vec3::ZERO, PackedFeatureId::UNKNOWN); 4],
+            points: [(Vec3::ZERO, PackedFeatureId::UNKNOWN); MOST_CORNERS],
             count: 0,
         }
     }
 }
 
 impl Corners {
+    fn push(&mut self, corner: Vec3, id: PackedFeatureId) {
+        self.points[self.count] = (corner, id);
+        self.count += 1;
+    }
+
     fn iter(&self) -> impl Iterator<Item = &(Vec3, PackedFeatureId)> {
         self.points[..self.count].iter()
     }
 }
 
-/// Whether `foot`, in the plane of `triangle` (`out` its unit normal), lies outside it across at
-/// least one edge, by at most `reach` across each, and every edge it lies across is a valley's.
-fn beyond_valley_edges(mesh: &dyn Shape, triangle: &Triangle, out: Vec3, foot: Vec3, reach: f32) -> bool {
+/// Where a point of a triangle's plane lies: over the triangle, beyond valley edges of it only,
+/// or elsewhere.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Footing {
+    Over,
+    InValley,
+    Elsewhere,
+}
+
+/// Where `foot`, in the plane of `triangle` (`out` its unit normal), lies: beyond an edge by
+/// more than `reach`, or beyond one that is not a valley's, is elsewhere.
+fn footing(mesh: &dyn Shape, triangle: &Triangle, out: Vec3, foot: Vec3, reach: f32) -> Footing {
+    let mut footing = Footing::Over;
+    for (edge, away) in edges(triangle, out) {
+        let past = (foot - edge.0).dot(away);
+        if past <= 0.0 {
+            continue;
+        }
+        if past > reach || !rises_beyond(mesh, edge, away, out) {
+            return Footing::Elsewhere;
+        }
+        footing = Footing::InValley;
+    }
+    footing
+}
+
+/// Whether parry's normal out of the triangle, `turned` (in its frame), is turned off the
+/// triangle's own `out` (by more than `refine::FACE_NORMAL`), and only over valley edges:
+/// beyond a concave edge no normal but the triangle's own is a contact's.
+fn turned_into_valley(mesh: &dyn Shape, triangle: &Triangle, out: Vec3, turned: Vec3) -> bool {
+    if turned.dot(out) >= 1.0 - FACE_NORMAL {
+        return false;
+    }
+    let lean = turned - out * turned.dot(out);
+    let mut over_any = false;
+    for (edge, away) in edges(triangle, out) {
+        if lean.dot(away) <= 0.0 {
+            continue;
+        }
+        if !rises_beyond(mesh, edge, away, out) {
+            return false;
+        }
+        over_any = true;
+    }
+    over_any
+}
+
+/// The edges of `triangle` (`out` its unit normal), each with its unit direction away from the
+/// triangle in its plane.
+fn edges(triangle: &Triangle, out: Vec3) -> impl Iterator<Item = ((Vec3, Vec3), Vec3)> {
     let corners = [triangle.a, triangle.b, triangle.c];
     // The corners' turn about `out`, to tell the side away from the triangle whatever the winding.
     let turn = (triangle.b - triangle.a)
         .cross(triangle.c - triangle.a)
         .dot(out)
         .signum();
-    let mut beyond = false;
-    for k in 0..3 {
+    (0..3).filter_map(move |k| {
         let (from, to) = (corners[k], corners[(k + 1) % 3]);
-        let Some(away) = ((to - from).cross(out) * turn).try_normalize() else {
-            return false;
-        };
-        let past = (foot - from).dot(away);
-        if past <= 0.0 {
-            continue;
-        }
-        if past > reach || !rises_beyond(mesh, (from, to), away, out) {
-            return false;
-        }
-        beyond = true;
-    }
-    beyond
+        let away = ((to - from).cross(out) * turn).try_normalize()?;
+        Some(((from, to), away))
+    })
 }
 
 /// Whether the surface just across the edge `from`–`to` of a triangle (`away` pointing out of
