@@ -257,8 +257,11 @@ fn footing(mesh: &dyn Shape, triangle: &Triangle, out: Vec3, foot: Vec3, reach: 
 }
 
 /// Whether parry's normal out of the triangle, `turned` (in its frame), is turned off the
-/// triangle's own `out` (by more than `refine::FACE_NORMAL`), and only over valley edges:
-/// beyond a concave edge no normal but the triangle's own is a contact's.
+/// triangle's own `out` (by more than `refine::FACE_NORMAL`) and leans towards valley edges
+/// alone. parry's normal at an edge lies between the two triangles' normals, leaning towards a
+/// ridge's edge and away from a valley's. Leaning towards rising edges alone, it was turned by
+/// the valley's edge across the triangle, where no normal but the triangle's own is a
+/// contact's. A normal a valley's edge turned towards a falling edge is left as parry gave it.
 fn turned_into_valley(mesh: &dyn Shape, triangle: &Triangle, out: Vec3, turned: Vec3) -> bool {
     if turned.dot(out) >= 1.0 - FACE_NORMAL {
         return false;
