@@ -659,13 +659,8 @@ pub(super) fn face_contact(
         return false;
     };
     // A mesh's or height field's part is the manifold's triangle.
-    let triangles = (
-        triangle_of(part1, manifold.subshape1),
-        triangle_of(part2, manifold.subshape2),
-    );
-    let part1: &dyn Shape = triangles.0.as_ref().map_or(part1, |triangle| triangle);
-    let part2: &dyn Shape = triangles.1.as_ref().map_or(part2, |triangle| triangle);
-    let sides = [(part1, pose1), (part2, pose2)];
+    let pieces = (piece(first, manifold.subshape1), piece(second, manifold.subshape2));
+    let sides = [(pieces.0.shape(), pose1), (pieces.1.shape(), pose2)];
     let arranged = |flat_first: bool| if flat_first { sides } else { [sides[1], sides[0]] };
     // Off every face by more than round-off, the face whose axis parts the shapes as well as
     // GJK's normal does is the contact's, exactly (`parting_face`).
