@@ -144,37 +144,47 @@ pub(super) fn mesh_and_other<'a>(
     }
 }
 
-/// A manifold's triangle id and the other shape's part id, `triangles_first` as from
-/// [`mesh_and_other`].
-pub(super) fn triangle_and_part_ids(manifold: &ContactManifold<(), ()>, triangles_first: bool) -> (u32, u32) {
-    if triangles_first {
+/// A manifold's triangle of a mesh or height field, the other shape's part it is with, and
+/// the frames from the mesh's to the part's and back.
+pub(super) struct TriangleAndPart<'a> {
+    pub triangle: Triangle,
+    pub part: &'a dyn Shape,
+    pub mesh_to_part: Pose,
+    pub part_to_mesh: Pose,
+}
+
+/// `manifold`'s triangle and part, for shapes `(triangles_first, mesh, other)` as
+/// [`mesh_and_other`] gives them and `pos12` taking the second shape's frame to the first's.
+pub(super) fn triangle_and_part<'a>(
+    manifold: &ContactManifold<(), ()>,
+    pos12: &Pose,
+    (triangles_first, mesh, other): (bool, &dyn Shape, &'a dyn Shape),
+) -> Option<TriangleAndPart<'a>> {
+    let (triangle_id, part_id) = if triangles_first {
         (manifold.subshape1, manifold.subshape2)
     } else {
         (manifold.subshape2, manifold.subshape1)
-    }
-}
-
-/// The triangle `triangle_id` of `mesh`, and the part `part_id` of `other` with its pose in
-/// `other` (`None` where `other` is not a compound).
-pub(super) fn triangle_and_part<'a>(
-    mesh: &dyn Shape,
-    other: &'a dyn Shape,
-    triangle_id: u32,
-    part_id: u32,
-) -> Option<(Triangle, Option<Pose>, &'a dyn Shape)> {
+    };
     let triangle = triangle_of(mesh, triangle_id)?;
-    match other.as_compound() {
+    let (part_pose, part) = match other.as_compound() {
         Some(compound) => {
             let (pose, part) = compound.shapes().get(part_id as usize)?;
-            Some((triangle, Some(*pose), part.as_ref()))
+            (Some(*pose), part.as_ref())
         }
-        None => Some((triangle, None, other)),
-    }
+        None => (None, other),
+    };
+    let (mesh_to_part, part_to_mesh) = part_frames(triangles_first, pos12, part_pose);
+    Some(TriangleAndPart {
+        triangle,
+        part,
+        mesh_to_part,
+        part_to_mesh,
+    })
 }
 
 /// From the mesh's frame to a part's of the other shape (at `part_pose` in it, if a compound's
 /// part), and back; `pos12` takes the second shape's frame to the first's.
-pub(super) fn part_frames(triangles_first: bool, pos12: &Pose, part_pose: Option<Pose>) -> (Pose, Pose) {
+fn part_frames(triangles_first: bool, pos12: &Pose, part_pose: Option<Pose>) -> (Pose, Pose) {
     let part_pose = part_pose.unwrap_or(Pose::IDENTITY);
     let mesh_to_part = if triangles_first {
         part_pose.inverse() * pos12.inverse()
@@ -212,21 +222,26 @@ pub(super) fn read_given_up_triangles(
     prediction: f32,
     manifolds: &mut [ContactManifold<(), ()>],
 ) {
-    let Some((triangles_first, mesh, other)) = mesh_and_other(first, second) else {
+    let Some(shapes) = mesh_and_other(first, second) else {
         return;
     };
+    let triangles_first = shapes.0;
     for manifold in manifolds
         .iter_mut()
         .filter(|manifold| manifold.points.is_empty() && manifold.local_n1 == GAVE_UP)
     {
-        let (triangle_id, part_id) = triangle_and_part_ids(manifold, triangles_first);
-        let Some((triangle, part_pose, part)) = triangle_and_part(mesh, other, triangle_id, part_id) else {
+        let Some(TriangleAndPart {
+            triangle,
+            part,
+            mesh_to_part,
+            part_to_mesh,
+        }) = triangle_and_part(manifold, pos12, shapes)
+        else {
             continue;
         };
         let (Some(normal), Some((features, border))) = (triangle.normal(), part.as_polygonal_feature_map()) else {
             continue;
         };
-        let (mesh_to_part, part_to_mesh) = part_frames(triangles_first, pos12, part_pose);
         // Out of the triangle, towards the part; and the part's lowest point along it.
         let centre = part_to_mesh.transform_point(part.compute_local_bounding_sphere().center);
         let out = if normal.dot(centre - triangle.a) < 0.0 {
@@ -309,16 +324,21 @@ fn over(triangle: &Triangle, out: Vec3, point: Vec3) -> bool {
     let longest = (0..3)
         .map(|i| (corners[(i + 1) % 3] - corners[i]).length())
         .fold(0.0, f32::max);
-    // The corners' turn about `out`, to tell inside from outside whatever the winding.
-    let turn = (triangle.b - triangle.a)
-        .cross(triangle.c - triangle.a)
-        .dot(out)
-        .signum();
+    let turn = winding(triangle, out);
     (0..3).all(|i| {
         let (from, to) = (corners[i], corners[(i + 1) % 3]);
         let edge = to - from;
         turn * edge.cross(point - from).dot(out) >= -OVER_TRIANGLE * longest * edge.length()
     })
+}
+
+/// The turn of `triangle`'s corners about `out` (+1 counter-clockwise, −1 clockwise), to tell
+/// the inside of its edges from the outside whatever the winding.
+pub(super) fn winding(triangle: &Triangle, out: Vec3) -> f32 {
+    (triangle.b - triangle.a)
+        .cross(triangle.c - triangle.a)
+        .dot(out)
+        .signum()
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use parry3d::query::{ContactManifold, Ray, TrackedContact};
 use parry3d::shape::{HeightFieldFlags, PackedFeatureId, PolygonalFeature, Shape, TriMeshFlags, Triangle, TypedShape};
 
 use super::caps::TILTED_RIM_ROUND;
-use super::lost_contact::{mesh_and_other, part_frames, triangle_and_part, triangle_and_part_ids};
+use super::lost_contact::{TriangleAndPart, mesh_and_other, triangle_and_part, winding};
 use super::refine::FACE_NORMAL;
 
 /// The feature id of a valley reading's points on the triangle, a face parry never numbers:
@@ -74,17 +74,23 @@ pub(super) fn read_valley_triangles(
     prediction: f32,
     manifolds: &mut [ContactManifold<(), ()>],
 ) {
-    let Some((triangles_first, mesh, other)) = mesh_and_other(first, second) else {
+    let Some(shapes) = mesh_and_other(first, second) else {
         return;
     };
+    let (triangles_first, mesh, _) = shapes;
     let upwards = match mesh.as_typed_shape() {
         TypedShape::TriMesh(mesh) if mesh.flags().contains(TriMeshFlags::FIX_INTERNAL_EDGES) => false,
         TypedShape::HeightField(field) if field.flags().contains(HeightFieldFlags::FIX_INTERNAL_EDGES) => true,
         _ => return,
     };
     for manifold in manifolds.iter_mut() {
-        let (triangle_id, part_id) = triangle_and_part_ids(manifold, triangles_first);
-        let Some((triangle, part_pose, part)) = triangle_and_part(mesh, other, triangle_id, part_id) else {
+        let Some(TriangleAndPart {
+            triangle,
+            part,
+            mesh_to_part,
+            part_to_mesh,
+        }) = triangle_and_part(manifold, pos12, shapes)
+        else {
             continue;
         };
         // The side the surface pushes from: a mesh's by its winding, a height field's upwards.
@@ -103,7 +109,6 @@ pub(super) fn read_valley_triangles(
                 continue;
             }
         }
-        let (mesh_to_part, part_to_mesh) = part_frames(triangles_first, pos12, part_pose);
         let down = mesh_to_part.rotation * -out;
         let Some((lowest, corners)) = lowest_points(part, down) else {
             continue;
@@ -284,11 +289,7 @@ fn turned_into_valley(mesh: &dyn Shape, triangle: &Triangle, out: Vec3, turned: 
 /// triangle in its plane.
 fn edges(triangle: &Triangle, out: Vec3) -> impl Iterator<Item = ((Vec3, Vec3), Vec3)> {
     let corners = [triangle.a, triangle.b, triangle.c];
-    // The corners' turn about `out`, to tell the side away from the triangle whatever the winding.
-    let turn = (triangle.b - triangle.a)
-        .cross(triangle.c - triangle.a)
-        .dot(out)
-        .signum();
+    let turn = winding(triangle, out);
     (0..3).filter_map(move |k| {
         let (from, to) = (corners[k], corners[(k + 1) % 3]);
         let away = ((to - from).cross(out) * turn).try_normalize()?;
