@@ -98,6 +98,7 @@ pub(super) fn read_valley_triangles(
             continue;
         };
         let out = if upwards && normal.y < 0.0 { -normal } else { normal };
+        let mut edges = Edges::new(mesh, &triangle, out);
         // Where parry gave points, only along a normal it turned over valley edges alone.
         if !manifold.points.is_empty() {
             let turned = if triangles_first {
@@ -105,7 +106,7 @@ pub(super) fn read_valley_triangles(
             } else {
                 manifold.local_n2
             };
-            if !turned_into_valley(mesh, &triangle, out, turned) {
+            if !edges.turned_into_valley(turned) {
                 continue;
             }
         }
@@ -115,7 +116,7 @@ pub(super) fn read_valley_triangles(
         };
         let in_mesh = |point: Vec3| part_to_mesh.transform_point(point);
         let height = |point: Vec3| (in_mesh(point) - triangle.a).dot(out);
-        let footing = |point: Vec3| footing(mesh, &triangle, out, in_mesh(point) - out * height(point), prediction);
+        let mut footing = |point: Vec3| edges.footing(in_mesh(point) - out * height(point), prediction);
         let gap = height(lowest);
         let admitted = if manifold.points.is_empty() {
             (0.0..=prediction).contains(&gap) && footing(lowest) == Footing::InValley
@@ -127,12 +128,13 @@ pub(super) fn read_valley_triangles(
         }
         manifold.points.clear();
         let face = VALLEY_FACE;
-        let points = std::iter::once((lowest, PackedFeatureId::UNKNOWN)).chain(corners.iter().copied());
-        for (point, on_part) in points {
+        // The lowest point is admitted as it stands; the corners where they stand too.
+        let corners = corners
+            .iter()
+            .copied()
+            .filter(|&(corner, _)| height(corner) <= prediction && footing(corner) != Footing::Elsewhere);
+        for (point, on_part) in std::iter::once((lowest, PackedFeatureId::UNKNOWN)).chain(corners) {
             let dist = height(point);
-            if dist > prediction || footing(point) == Footing::Elsewhere {
-                continue;
-            }
             let on_plane = in_mesh(point) - out * dist;
             manifold.points.push(if triangles_first {
                 TrackedContact::new(on_plane, point, face, on_part, dist)
@@ -244,57 +246,89 @@ enum Footing {
     Elsewhere,
 }
 
-/// Where `foot`, in the plane of `triangle` (`out` its unit normal), lies: beyond an edge by
-/// more than `reach`, or beyond one that is not a valley's, is elsewhere.
-fn footing(mesh: &dyn Shape, triangle: &Triangle, out: Vec3, foot: Vec3, reach: f32) -> Footing {
-    let mut footing = Footing::Over;
-    for (edge, away) in edges(triangle, out) {
-        let past = (foot - edge.0).dot(away);
-        if past <= 0.0 {
-            continue;
-        }
-        if past > reach || !rises_beyond(mesh, edge, away, out) {
-            return Footing::Elsewhere;
-        }
-        footing = Footing::InValley;
-    }
-    footing
+/// A triangle's edges, each with its unit way out of the triangle in its plane, and how the
+/// surface lies beyond it, probed once: a reading asks the same edges of parry's normal, of the
+/// lowest point and of each corner.
+struct Edges<'a> {
+    mesh: &'a dyn Shape,
+    /// The triangle's unit normal.
+    out: Vec3,
+    /// Each edge's ends and way out; `None` for an edge without length.
+    edges: [Option<((Vec3, Vec3), Vec3)>; 3],
+    /// Whether the surface rises beyond each edge ([`rises_beyond`]), once asked.
+    rises: [Option<bool>; 3],
 }
 
-/// Whether parry's normal out of the triangle, `turned` (in its frame), is turned off the
-/// triangle's own `out` (by more than `refine::FACE_NORMAL`) and leans towards valley edges
-/// alone. parry's normal at an edge lies between the two triangles' normals, leaning towards a
-/// ridge's edge and away from a valley's. Leaning towards rising edges alone, it was turned by
-/// the valley's edge across the triangle, where no normal but the triangle's own is a
-/// contact's. A normal a valley's edge turned towards a falling edge is left as parry gave it.
-fn turned_into_valley(mesh: &dyn Shape, triangle: &Triangle, out: Vec3, turned: Vec3) -> bool {
-    if turned.dot(out) >= 1.0 - FACE_NORMAL {
-        return false;
-    }
-    let lean = turned - out * turned.dot(out);
-    let mut over_any = false;
-    for (edge, away) in edges(triangle, out) {
-        if lean.dot(away) <= 0.0 {
-            continue;
+impl<'a> Edges<'a> {
+    fn new(mesh: &'a dyn Shape, triangle: &Triangle, out: Vec3) -> Self {
+        let corners = [triangle.a, triangle.b, triangle.c];
+        let turn = winding(triangle, out);
+        let edges = [0, 1, 2].map(|k| {
+            let (from, to) = (corners[k], corners[(k + 1) % 3]);
+            let away = ((to - from).cross(out) * turn).try_normalize()?;
+            Some(((from, to), away))
+        });
+        Self {
+            mesh,
+            out,
+            edges,
+            rises: [None; 3],
         }
-        if !rises_beyond(mesh, edge, away, out) {
+    }
+
+    /// The edges with their indices and ways out.
+    fn each(&self) -> impl Iterator<Item = (usize, Vec3, Vec3)> + use<'a> {
+        let edges = self.edges;
+        (0..3).filter_map(move |k| edges[k].map(|((from, _), away)| (k, from, away)))
+    }
+
+    /// Whether the surface rises beyond edge `k`.
+    fn rises(&mut self, k: usize) -> bool {
+        let (mesh, out, edges) = (self.mesh, self.out, self.edges);
+        *self.rises[k].get_or_insert_with(|| edges[k].is_some_and(|(edge, away)| rises_beyond(mesh, edge, away, out)))
+    }
+
+    /// Where `foot`, in the triangle's plane, lies: beyond an edge by more than `reach`, or
+    /// beyond one that is not a valley's, is elsewhere.
+    fn footing(&mut self, foot: Vec3, reach: f32) -> Footing {
+        let mut footing = Footing::Over;
+        for (k, from, away) in self.each() {
+            let past = (foot - from).dot(away);
+            if past <= 0.0 {
+                continue;
+            }
+            if past > reach || !self.rises(k) {
+                return Footing::Elsewhere;
+            }
+            footing = Footing::InValley;
+        }
+        footing
+    }
+
+    /// Whether parry's normal out of the triangle, `turned` (in its frame), is turned off the
+    /// triangle's own (by more than `refine::FACE_NORMAL`) and leans towards valley edges
+    /// alone. parry's normal at an edge lies between the two triangles' normals, leaning towards a
+    /// ridge's edge and away from a valley's. Leaning towards rising edges alone, it was turned by
+    /// the valley's edge across the triangle, where no normal but the triangle's own is a
+    /// contact's. A normal a valley's edge turned towards a falling edge is left as parry gave it.
+    fn turned_into_valley(&mut self, turned: Vec3) -> bool {
+        let out = self.out;
+        if turned.dot(out) >= 1.0 - FACE_NORMAL {
             return false;
         }
-        over_any = true;
+        let lean = turned - out * turned.dot(out);
+        let mut over_any = false;
+        for (k, _, away) in self.each() {
+            if lean.dot(away) <= 0.0 {
+                continue;
+            }
+            if !self.rises(k) {
+                return false;
+            }
+            over_any = true;
+        }
+        over_any
     }
-    over_any
-}
-
-/// The edges of `triangle` (`out` its unit normal), each with its unit direction away from the
-/// triangle in its plane.
-fn edges(triangle: &Triangle, out: Vec3) -> impl Iterator<Item = ((Vec3, Vec3), Vec3)> {
-    let corners = [triangle.a, triangle.b, triangle.c];
-    let turn = winding(triangle, out);
-    (0..3).filter_map(move |k| {
-        let (from, to) = (corners[k], corners[(k + 1) % 3]);
-        let away = ((to - from).cross(out) * turn).try_normalize()?;
-        Some(((from, to), away))
-    })
 }
 
 /// Whether the surface just across the edge `from`–`to` of a triangle (`away` pointing out of
