@@ -58,12 +58,19 @@ impl Polygon {
 }
 
 /// The hull's face whose normal is nearest `towards` (in its frame): its index and normal.
-fn nearest_hull_face(hull: &ConvexPolyhedron, towards: Vec3) -> Option<(usize, Vec3)> {
+pub(super) fn nearest_hull_face(hull: &ConvexPolyhedron, towards: Vec3) -> Option<(usize, Vec3)> {
     hull.faces()
         .iter()
         .enumerate()
         .map(|(index, face)| (index, face.normal))
         .max_by(|a, b| a.1.dot(towards).total_cmp(&b.1.dot(towards)))
+}
+
+/// The indices of the hull's face `index`'s corners, in order round it.
+pub(super) fn face_vertices(hull: &ConvexPolyhedron, index: usize) -> &[u32] {
+    let face = hull.faces()[index];
+    let first = face.first_vertex_or_edge as usize;
+    &hull.vertices_adj_to_face()[first..first + face.num_vertices_or_edges as usize]
 }
 
 /// Whether `shape`'s face nearest `towards` (its frame) has more than four corners: one parry
@@ -84,9 +91,7 @@ fn face(shape: &dyn Shape, towards: Vec3, (rotation, translation): (DQuat, DVec3
     match shape.as_typed_shape() {
         TypedShape::ConvexPolyhedron(hull) => {
             let (index, _) = nearest_hull_face(hull, towards)?;
-            let face = hull.faces()[index];
-            let first = face.first_vertex_or_edge as usize;
-            for &vertex in &hull.vertices_adj_to_face()[first..first + face.num_vertices_or_edges as usize] {
+            for &vertex in face_vertices(hull, index) {
                 polygon.push(world(hull.points()[vertex as usize]))?;
             }
         }

@@ -29,6 +29,7 @@ use parry3d::query::{ContactManifold, Ray, TrackedContact};
 use parry3d::shape::{HeightFieldFlags, PackedFeatureId, PolygonalFeature, Shape, TriMeshFlags, Triangle, TypedShape};
 
 use super::caps::TILTED_RIM_ROUND;
+use super::hull_faces::{face_vertices, nearest_hull_face};
 use super::lost_contact::{TriangleAndPart, mesh_and_other, triangle_and_part, winding};
 use super::refine::FACE_NORMAL;
 
@@ -183,14 +184,10 @@ fn lowest_points(part: &dyn Shape, down: Vec3) -> Option<(Vec3, Corners)> {
     let inner = features.local_support_point(down);
     // A hull's face whole: parry's feature holds its first four corners only (`hull_faces`).
     if let Some(hull) = part.as_convex_polyhedron()
-        && let Some(face) = hull
-            .faces()
-            .iter()
-            .max_by(|a, b| a.normal.dot(down).total_cmp(&b.normal.dot(down)))
-        && face.num_vertices_or_edges as usize <= MOST_CORNERS
+        && let Some((index, _)) = nearest_hull_face(hull, down)
+        && face_vertices(hull, index).len() <= MOST_CORNERS
     {
-        let first = face.first_vertex_or_edge as usize;
-        for &vertex in &hull.vertices_adj_to_face()[first..first + face.num_vertices_or_edges as usize] {
+        for &vertex in face_vertices(hull, index) {
             corners.push(hull.points()[vertex as usize], PackedFeatureId::vertex(vertex));
         }
         return Some((inner, corners));
