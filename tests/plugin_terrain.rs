@@ -489,11 +489,7 @@ fn a_ball_rolling_into_a_valley_meets_the_slope_without_sinking() {
                 AngularVelocity(Vec3::NEG_Z * 4.0 / radius),
             ))
             .id();
-        let mut deepest = 0.0_f32;
-        for _ in 0..60 {
-            step(&mut app, 1);
-            deepest = deepest.max(deepest_penetration(&app));
-        }
+        let deepest = deepest_over(&mut app, 60);
         let x = precise(&app, ball).translation.x;
         let what = if as_mesh { "mesh" } else { "height field" };
         println!("ball rolled into the valley of the {what}, on to x = {x:.2} m: deepest contact {deepest:e} m");
@@ -556,12 +552,7 @@ fn deepest_across_hills(as_mesh: bool, shape: Collider, radius: f32, lift: f32, 
         LinearVelocity(direction * 4.0),
         AngularVelocity(Vec3::Y.cross(direction) * 4.0 / radius),
     ));
-    let mut deepest = 0.0_f32;
-    for _ in 0..300 {
-        step(&mut app, 1);
-        deepest = deepest.max(deepest_penetration(&app));
-    }
-    deepest
+    deepest_over(&mut app, 300)
 }
 
 /// A log rolling at 4 m/s across gentle hills of 1 m triangles keeps its contact under both
@@ -626,11 +617,7 @@ fn a_box_sliding_into_a_steep_valley_meets_the_slope_without_sinking() {
                 Transform::from_xyz(-1.0 - 0.1 * k as f32, 0.2, 0.0).with_rotation(Quat::from_rotation_y(-heading)),
                 LinearVelocity(direction * 3.0),
             ));
-            let mut deepest = 0.0_f32;
-            for _ in 0..60 {
-                step(&mut app, 1);
-                deepest = deepest.max(deepest_penetration(&app));
-            }
+            let deepest = deepest_over(&mut app, 60);
             let what = if as_mesh { "mesh" } else { "height field" };
             println!("box slid into the valley of the {what}, headed {heading} rad: deepest contact {deepest:e} m");
             assert!(deepest < 1e-4, "the box went {deepest} m into the {what}'s slope");

@@ -110,6 +110,17 @@ pub fn deepest_penetration(app: &App) -> f32 {
         .fold(0.0, f32::max)
 }
 
+/// Steps `app` `steps` times, one at a time, and returns the deepest penetration among the
+/// contact points of any of those steps, m.
+pub fn deepest_over(app: &mut App, steps: usize) -> f32 {
+    (0..steps)
+        .map(|_| {
+            step(app, 1);
+            deepest_penetration(app)
+        })
+        .fold(0.0, f32::max)
+}
+
 pub fn precise(app: &App, entity: Entity) -> PreciseState {
     *app.world().get::<PreciseState>(entity).expect("a rigid body")
 }
@@ -190,10 +201,7 @@ pub fn deepest_of_throws(spawn_floor: impl Fn(&mut App), shape: &Collider, throw
             )),
             AngularVelocity(Vec3::new(3.0 - t, 2.0 + 0.5 * t, t - 1.0)),
         ));
-        for _ in 0..180 {
-            step(&mut app, 1);
-            deepest = deepest.max(deepest_penetration(&app));
-        }
+        deepest = deepest.max(deepest_over(&mut app, 180));
     }
     deepest
 }
