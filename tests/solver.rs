@@ -1369,3 +1369,83 @@ fn a_near_miss_the_first_sweeps_leave_outside_is_swept_on_within_the_budget() {
     );
     assert!(velocities_apart(&swept, &solution) < 1e-7);
 }
+
+/// A 2 kg ball of radius 0.1 m rolling at `speed` along x on the ground, resisting rolling with
+/// the lever arm `mu_r` through one resistance block; no warm starts.
+fn rolling_ball(speed: f64, mu_r: f64) -> StepProblem {
+    let radius = 0.1;
+    let centre = DVec3::new(0.0, radius, 0.0);
+    let body = SolverBody::sphere(POINT_MASS, radius, centre)
+        .with_force(GRAVITY * POINT_MASS, DT)
+        .with_velocity(DVec3::X * speed, DVec3::Z * (-speed / radius));
+    let contact = SolverContact::new(0, ContactSide::Body(0), ContactSide::STATIC, DVec3::ZERO, DVec3::Y);
+    let rows = ConstraintRows::Angular {
+        axes: [DVec3::Y, DVec3::X, DVec3::Z],
+        count: 3,
+    };
+    StepProblem {
+        bodies: vec![body],
+        contacts: vec![contact],
+        constraints: vec![SolverConstraint::new(
+            1,
+            ContactSide::Body(0),
+            ContactSide::STATIC,
+            rows,
+        )],
+        rolling: vec![RollingResistance {
+            constraint: 0,
+            contacts: 0..1,
+            torsional: 0.0,
+            rolling: mu_r,
+        }],
+        dt: DT,
+    }
+}
+
+#[test]
+fn rolling_resistance_settles_on_the_bound_its_own_normal_impulse_sets() {
+    let (speed, mu_r, radius) = (2.0, 0.005, 0.1);
+    let problem = rolling_ball(speed, mu_r);
+    let (report, solution, _) = solve(&problem, tight());
+    assert!(report.converged, "{report:?}");
+    // No warm start: the first round's bound is zero, so a second round is needed.
+    assert!(report.rolling_rounds >= 2, "{report:?}");
+    let normal = solution.impulses[0].normal;
+    let torque = solution.constraint_impulses[0];
+    println!(
+        "λ_n = {normal:.12} N·s, rolling torque impulse {:.12} N·m·s in {} rounds",
+        torque.z, report.rolling_rounds
+    );
+    assert!((normal - POINT_MASS * 9.81 * DT).abs() < 1e-12, "λ_n = {normal}");
+    // The whole bound, resisting the spin about −z.
+    assert!((torque.z - mu_r * normal).abs() < 1e-9 * mu_r * normal, "{torque}");
+    assert!(torque.x.abs() < 1e-15 && torque.y.abs() < 1e-15, "{torque}");
+    // Rolling on: m Δv = f, I Δω = −f R − μ_r λ_n with Δv = R Δω, so Δv = −μ_r λ_n / (1.4 m R).
+    let expected = speed - mu_r * normal / (1.4 * POINT_MASS * radius);
+    let v = solution.velocities[0];
+    assert!(
+        (v.linear.x - expected).abs() < 1e-10,
+        "{} m/s, expected {expected}",
+        v.linear.x
+    );
+    assert!((v.angular.z * radius + v.linear.x).abs() < 1e-10, "slips: {v:?}");
+}
+
+#[test]
+fn a_rolling_resistance_naming_a_missing_block_is_refused() {
+    let mut problem = rolling_ball(1.0, 0.005);
+    problem.rolling[0].constraint = 3;
+    let (report, solution, _) = solve(&problem, tight());
+    assert_eq!(
+        report.failure,
+        Some(SolveFailure::InvalidInput(InvalidInput::Constraint(3)))
+    );
+    assert!(solution.velocities[0].linear.is_finite());
+    problem.rolling[0].constraint = 0;
+    problem.rolling[0].rolling = f64::NAN;
+    let (report, _, _) = solve(&problem, tight());
+    assert!(
+        matches!(report.failure, Some(SolveFailure::InvalidInput(_))),
+        "{report:?}"
+    );
+}

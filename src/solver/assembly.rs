@@ -377,6 +377,9 @@ impl Assembled {
             Cone::Coulomb { .. } => false,
             Cone::Bounded { max } => max.is_finite() && max >= 0.0,
             Cone::Drive { gain, max } => gain.is_finite() && gain > 0.0 && max >= 0.0 && !max.is_nan(),
+            Cone::Resistance { torsional, rolling } => {
+                torsional.is_finite() && torsional >= 0.0 && rolling.is_finite() && rolling >= 0.0
+            }
             Cone::Equality | Cone::Lower => true,
         };
         let ok = (1..=3).contains(&count)

@@ -43,6 +43,16 @@ pub enum Cone {
         /// Largest impulse magnitude over the step.
         max: f64,
     },
+    /// Rolling and torsional friction of one contact manifold, on three angular rows about the
+    /// contact normal and its two tangents: `|λ₀| ≤ torsional`, `‖(λ₁, λ₂)‖ ≤ rolling`, N·m·s.
+    /// A [`RollingResistance`](super::problem::RollingResistance) ties both bounds to the
+    /// manifold's normal impulses.
+    Resistance {
+        /// Largest torque impulse about the normal.
+        torsional: f64,
+        /// Largest torque impulse about the tangent plane's axes, as one vector.
+        rolling: f64,
+    },
 }
 
 impl Cone {
@@ -60,6 +70,11 @@ impl Cone {
             Cone::Equality => *x,
             Cone::Lower => Vector3::new(x.x.max(0.0), 0.0, 0.0),
             Cone::Bounded { max } | Cone::Drive { max, .. } => Vector3::new(x.x.clamp(-max, max), 0.0, 0.0),
+            Cone::Resistance { torsional, rolling } => {
+                let r = tangent_norm(x);
+                let scale = if r <= rolling { 1.0 } else { rolling / r };
+                Vector3::new(x.x.clamp(-torsional, torsional), scale * x.y, scale * x.z)
+            }
         }
     }
 
@@ -86,6 +101,22 @@ impl Cone {
             // At x₀ = 0 the active side, as for contacts: a row at its limit enters Newton at once.
             Cone::Lower => (self.project(x), active(x.x >= 0.0)),
             Cone::Bounded { max } => (self.project(x), active(x.x.abs() <= max)),
+            Cone::Resistance { torsional, rolling } => {
+                let mut jacobian = active(x.x.abs() <= torsional);
+                let r = tangent_norm(x);
+                if r <= rolling {
+                    jacobian[(1, 1)] = 1.0;
+                    jacobian[(2, 2)] = 1.0;
+                } else {
+                    // On the disk's rim the rows may only turn the impulse, not lengthen it.
+                    let (ty, tz, c) = (x.y / r, x.z / r, rolling / r);
+                    jacobian[(1, 1)] = c * (1.0 - ty * ty);
+                    jacobian[(1, 2)] = -c * ty * tz;
+                    jacobian[(2, 1)] = -c * ty * tz;
+                    jacobian[(2, 2)] = c * (1.0 - tz * tz);
+                }
+                (self.project(x), jacobian)
+            }
             Cone::Drive { gain, max } => {
                 let s = gain / (gain + beta);
                 let p = s * x.x;
@@ -112,6 +143,15 @@ impl Cone {
         match *self {
             Cone::Bounded { max } => clamped_quadratic(1.0, max),
             Cone::Drive { gain, max } => clamped_quadratic(gain / (gain + beta), max),
+            Cone::Resistance { torsional, rolling } => {
+                let r = tangent_norm(x);
+                let disk = if r <= rolling {
+                    0.5 * r * r
+                } else {
+                    rolling * r - 0.5 * rolling * rolling
+                };
+                clamped_quadratic(1.0, torsional) + disk
+            }
             _ => 0.5 * self.project(x).norm_squared(),
         }
     }
@@ -141,7 +181,7 @@ impl Cone {
     #[inline(always)]
     pub fn violation_squared(&self, y: &Vector3<f64>) -> f64 {
         match self {
-            Cone::Bounded { .. } | Cone::Drive { .. } => 0.0,
+            Cone::Bounded { .. } | Cone::Drive { .. } | Cone::Resistance { .. } => 0.0,
             _ => self.project(&(-y)).norm_squared(),
         }
     }
@@ -322,6 +362,37 @@ mod tests {
     }
 
     #[test]
+    fn resistance_clamps_its_rows_apart_and_differentiates() {
+        let cone = Cone::Resistance {
+            torsional: 0.2,
+            rolling: 0.5,
+        };
+        let p = cone.project(&Vector3::new(-0.7, 0.3, 0.3));
+        assert!((p - Vector3::new(-0.2, 0.3, 0.3)).norm() < 1e-15, "{p}");
+        let p = cone.project(&Vector3::new(0.1, 3.0, -4.0));
+        assert!((p - Vector3::new(0.1, 0.3, -0.4)).norm() < 1e-15, "{p}");
+        let h = 1e-7;
+        for x in [
+            Vector3::new(0.1, 0.2, -0.1),
+            Vector3::new(-0.7, 0.3, 0.3),
+            Vector3::new(0.1, 3.0, -4.0),
+            Vector3::new(1.0, -0.6, 0.1),
+        ] {
+            let (_, jac) = cone.update_with_jacobian(&x, 2.0);
+            for j in 0..3 {
+                let mut e = Vector3::zeros();
+                e[j] = h;
+                let column = (cone.project(&(x + e)) - cone.project(&(x - e))) / (2.0 * h);
+                assert!((jac.column(j) - column).abs().max() < 1e-6, "{x:?} column {j}\n{jac}");
+            }
+            assert!((jac - jac.transpose()).abs().max() < 1e-15);
+            assert!(jac.symmetric_eigenvalues().min() > -1e-15);
+        }
+        assert_eq!(cone.shift(&Vector3::new(1.0, 2.0, 3.0)), 0.0);
+        assert_eq!(cone.violation_squared(&Vector3::new(1.0, 2.0, 3.0)), 0.0);
+    }
+
+    #[test]
     fn drive_update_has_the_spring_law_as_fixed_point_and_potential_as_integral() {
         let drive = Cone::Drive { gain: 2.0, max: 1.5 };
         let beta = 5.0;
@@ -338,6 +409,10 @@ mod tests {
         }
         for cone in [
             drive,
+            Cone::Resistance {
+                torsional: 0.5,
+                rolling: 1.5,
+            },
             Cone::Bounded { max: 0.7 },
             Cone::Lower,
             Cone::Coulomb { mu: 0.4 },

@@ -30,10 +30,12 @@ pub mod settings;
 mod shift_newton;
 mod warm_start;
 
-pub use canal::{OuterTrace, Solver};
+pub use canal::{MAX_ROLLING_ROUNDS, OuterTrace, Solver};
 pub use cone::Cone;
 pub use newton::NewtonTrace;
-pub use problem::{ConstraintRows, ContactSide, SolverBody, SolverConstraint, SolverContact, StepProblem};
+pub use problem::{
+    ConstraintRows, ContactSide, RollingResistance, SolverBody, SolverConstraint, SolverContact, StepProblem,
+};
 pub use report::{BodyVelocity, ContactImpulse, InvalidInput, LinearSolverKind, Solution, SolveFailure, SolveReport};
 pub use settings::SolverSettings;
 pub use warm_start::WarmStartCache;

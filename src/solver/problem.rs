@@ -283,6 +283,25 @@ impl SolverConstraint {
     }
 }
 
+/// Rolling and torsional friction of one contact manifold: the bounds of constraint
+/// `constraint`, a [`Cone::Resistance`](super::cone::Cone::Resistance) block of three angular
+/// rows about the manifold's normal and tangents, are `torsional · Σλ_n` and `rolling · Σλ_n`
+/// over the normal impulses of `contacts`. The coefficients are lengths, m: the largest resisting
+/// torque per newton of normal force, as MuJoCo's. The solver iterates the bounds to a fixed point
+/// with the impulses (see [`Solver::solve`](super::Solver::solve)); the bounds given in the
+/// constraint's cone are ignored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RollingResistance {
+    /// Index into [`StepProblem::constraints`].
+    pub constraint: usize,
+    /// Indices into [`StepProblem::contacts`]: the points whose normal impulses load it.
+    pub contacts: std::ops::Range<usize>,
+    /// Torsional coefficient, m.
+    pub torsional: f64,
+    /// Rolling coefficient, m.
+    pub rolling: f64,
+}
+
 /// One island's step: everything the solver reads.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepProblem {
@@ -292,6 +311,9 @@ pub struct StepProblem {
     pub contacts: Vec<SolverContact>,
     /// Joint rows among them and against fixed sides.
     pub constraints: Vec<SolverConstraint>,
+    /// Constraints whose bounds scale with contacts' normal impulses: rolling and torsional
+    /// friction.
+    pub rolling: Vec<RollingResistance>,
     /// Time step, s.
     pub dt: f64,
 }

@@ -105,6 +105,12 @@ pub struct SolveReport {
     /// Factorizations spent moving the answer to the impulses nearest the start
     /// ([`SolverSettings::nearest_impulses`](super::SolverSettings::nearest_impulses)).
     pub distribution_solves: u32,
+    /// Whole solves run to settle rolling-friction bounds
+    /// ([`StepProblem::rolling`](super::StepProblem::rolling)): 0 without any, else at least 1;
+    /// the counts above include every one, and `ncp_residual` judges the answer's resistance
+    /// blocks by the bounds its own normal impulses give. A step whose bounds had not settled in
+    /// [`MAX_ROLLING_ROUNDS`](super::MAX_ROLLING_ROUNDS) is not converged.
+    pub rolling_rounds: u32,
     /// How the Newton systems were factored.
     pub linear_solver: LinearSolverKind,
     /// Wall time of the solve.

@@ -3,7 +3,8 @@
 //! the best-iterate bookkeeping, the move to the nearest loads and the report; `start` the
 //! corrections of a warm start before the outer loop and the Gauss–Seidel sweeps; `outer_loop`
 //! the augmented-Lagrangian multiplier loop with the de Saxcé shift, its penalty rule, Anderson
-//! mixing with a damped fallback, and the retries of a run that ends far from the tolerance.
+//! mixing with a damped fallback, and the retries of a run that ends far from the tolerance;
+//! `rolling` the fixed point of rolling-friction bounds and normal impulses, over whole solves.
 //!
 //! [`Solver`] owns every buffer a solve needs, so stepping the same island again allocates nothing.
 
@@ -28,7 +29,10 @@ use super::settings::SolverSettings;
 use super::shift_newton::ShiftNewton;
 
 mod outer_loop;
+mod rolling;
 mod start;
+
+pub use rolling::MAX_ROLLING_ROUNDS;
 
 /// How much the move to the nearest impulses may raise the residuals, below the tolerance: a
 /// move that removes a residual of round-off size from one contact can add one to another.
@@ -128,6 +132,8 @@ pub struct Solver {
     /// The fingerprint of the problem the factorization held was made for (`Assembled::pattern`).
     factored_pattern: Option<u64>,
     held_step: HeldStep,
+    /// The rounds that settle rolling-friction bounds.
+    rolling: rolling::RollingRounds,
 }
 
 impl Solver {
@@ -151,7 +157,21 @@ impl Solver {
 
     /// Solves one step of `problem`, writing end-of-step velocities and impulses into `solution`.
     /// Never panics on bad numbers and never writes a NaN: see [`SolveReport::failure`].
+    ///
+    /// With [`StepProblem::rolling`] blocks, the step is solved again with the bounds the last
+    /// answer's normal impulses give, each time from the problem's own warm start, until the
+    /// answer meets the tolerance under its own bounds or a round does not converge (see
+    /// [`SolveReport::rolling_rounds`]).
     pub fn solve(&mut self, problem: &StepProblem, solution: &mut Solution) -> SolveReport {
+        if problem.rolling.is_empty() {
+            self.solve_with_fixed_bounds(problem, solution)
+        } else {
+            self.solve_rolling(problem, solution)
+        }
+    }
+
+    /// [`Self::solve`] with every constraint's set as given.
+    fn solve_with_fixed_bounds(&mut self, problem: &StepProblem, solution: &mut Solution) -> SolveReport {
         let start = Instant::now();
         self.newton.trace.clear();
         self.outer_trace.clear();
