@@ -64,6 +64,7 @@ impl Plugin for CanalPhysicsPlugin {
             .register_type::<ColliderDensity>()
             .register_type::<Friction>()
             .register_type::<Restitution>()
+            .register_type::<RollingFriction>()
             .register_type::<Mass>()
             .register_type::<PrincipalInertia>()
             .register_type::<CenterOfMass>()

@@ -115,6 +115,9 @@ pub struct SolverStats {
     /// Retries of solves that ended far above the tolerance, summed over islands (see
     /// `SolverSettings::retry_above`).
     pub retries: u32,
+    /// Most whole solves an island took to settle its rolling-friction bounds
+    /// (`SolveReport::rolling_rounds`): 0 where no contact resists rolling or spin.
+    pub rolling_rounds: u32,
     /// Islands with a contact left deeper than `SolverSettings::gap_slop`, whose penetration was
     /// then pushed out by moving their bodies (a frictionless solve at rest after the velocities;
     /// the velocities stay as solved).

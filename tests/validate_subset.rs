@@ -41,6 +41,11 @@ fn sliding_box_stops_after_the_coulomb_distance() {
 }
 
 #[test]
+fn rolling_ball_stops_after_seven_r_v0_squared_over_ten_mu_r_g() {
+    assert_all_pass(&suite::rolling_stop_distance(2.0, 0.005));
+}
+
+#[test]
 fn ball_rebounds_to_e_squared_h0() {
     assert_all_pass(&[suite::bounce(0.7, 2.0, 240.0)]);
 }

@@ -1,4 +1,5 @@
-//! The analytic validation suite: free fall, a stick/slide map on slopes, stopping distances,
+//! The analytic validation suite: free fall, a stick/slide map on slopes, stopping distances
+//! (sliding, and rolling against rolling friction),
 //! restitution, contact impulses, the solver's convergence on a pyramid and a sliding box's
 //! trajectory, each against its exact answer and a stated tolerance.
 //!
@@ -55,6 +56,11 @@ fn main() -> ExitCode {
     timed("stop distances", || {
         for mu in [0.2, 0.4, 0.8] {
             summary.extend(suite::stop_distance(10.0, mu));
+        }
+    });
+    timed("rolling stop distances", || {
+        for mu_r in [0.002, 0.005, 0.01] {
+            summary.extend(suite::rolling_stop_distance(2.0, mu_r));
         }
     });
     timed("bounces", || {

@@ -306,9 +306,7 @@ pub fn stop_distance(v0: f64, mu: f64) -> Vec<Check> {
     let state = precise(&app, cube);
     let distance = state.translation.x - x0;
     let v0 = v0 as f32 as f64;
-    let discrete: f64 = (1..=stop_steps.floor() as usize)
-        .map(|k| h * (v0 - k as f64 * mu * G * h))
-        .sum();
+    let discrete = discrete_stop_distance(v0, mu * G, h);
     let continuous = v0 * v0 / (2.0 * mu * G);
     vec![
         Check::new(
@@ -329,6 +327,70 @@ pub fn stop_distance(v0: f64, mu: f64) -> Vec<Check> {
             format!("slide from {v0} m/s, μ = {mu}: speed after stopping"),
             state.linear_velocity.length(),
             1e-6,
+            "m/s",
+            Tolerance::AtMost,
+        ),
+    ]
+}
+
+/// A solid ball of radius 0.1 m rolling from `v0` m/s on ground, both with rolling friction
+/// `mu_r` m: the resisting torque `μ_r m g` slows it at `(5/7) g μ_r / r` until it stops, after
+/// `7 r v₀² / (10 μ_r g)`. Every step must meet the solver's tolerance under the bounds its own
+/// normal impulses give.
+pub fn rolling_stop_distance(v0: f64, mu_r: f64) -> Vec<Check> {
+    let radius = 0.1;
+    let mut app = app(60.0);
+    let ground = ground(&mut app, 100.0, 0.5);
+    let resistance = RollingFriction::new(mu_r as f32, 0.0);
+    app.world_mut().entity_mut(ground).insert(resistance);
+    let x0 = -40.0;
+    let ball = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::sphere(radius as f32),
+            resistance,
+            Transform::from_xyz(x0 as f32, radius as f32, 0.0),
+            LinearVelocity(Vec3::new(v0 as f32, 0.0, 0.0)),
+            AngularVelocity(Vec3::new(0.0, 0.0, -(v0 / radius) as f32)),
+        ))
+        .id();
+    let h = dt(&app);
+    let a = 5.0 / 7.0 * G * mu_r as f32 as f64 / radius;
+    let mut worst = 0.0_f64;
+    for _ in 0..(v0 / (a * h)).ceil() as usize + 30 {
+        step(&mut app, 1);
+        worst = worst.max(app.world().resource::<SolverStats>().worst_residual());
+    }
+    let state = precise(&app, ball);
+    let distance = state.translation.x - x0;
+    let name = |what: &str| format!("ball rolling from {v0} m/s, μ_r = {mu_r} m: {what}");
+    vec![
+        Check::new(
+            name("stop distance against 7 r v₀²/(10 μ_r g)"),
+            distance,
+            v0 * v0 / (2.0 * a),
+            "m",
+            Tolerance::Absolute(v0 * h),
+        ),
+        Check::new(
+            name("stop distance against the discrete sum"),
+            distance,
+            discrete_stop_distance(v0, a, h),
+            "m",
+            Tolerance::Relative(1e-4),
+        ),
+        Check::new(
+            name("speed after stopping"),
+            state.linear_velocity.length(),
+            1e-6,
+            "m/s",
+            Tolerance::AtMost,
+        ),
+        Check::new(
+            name("worst residual of its steps"),
+            worst,
+            SolverSettings::default().tolerance,
             "m/s",
             Tolerance::AtMost,
         ),

@@ -15,4 +15,4 @@ pub use joints::{
     FixedJoint, JointAnchors, JointDrive, JointLimits, JointState, PrismaticJoint, RevoluteJoint, SphericalJoint,
 };
 pub use mass::{CenterOfMass, Mass, PrincipalInertia};
-pub use material::{CombineRule, Friction, Restitution};
+pub use material::{CombineRule, Friction, Restitution, RollingFriction};

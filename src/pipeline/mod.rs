@@ -8,7 +8,8 @@
 //! exact lines of contact along cylinders and capsules and exact faces under GJK, `hull_faces`,
 //! a hull's face of more than four corners read whole, `seams`, no contact through the cuts
 //! between a compound's parts, and `reduction`, which points the solver gets) → [`solve`]
-//! (islands, CANAL; `push_out`, remaining penetration removed by a displacement, not a speed) →
+//! (islands, CANAL; `rolling`, rolling and torsional friction's blocks; `push_out`, remaining
+//! penetration removed by a displacement, not a speed) →
 //! [`integrate`] (poses) → [`write_back`] (simulation bodies → ECS, contacts, statistics).
 //!
 //! Stages communicate through the [`PhysicsWorld`] resource; only `prepare` and `write_back`
@@ -26,6 +27,7 @@ pub(crate) mod prepare;
 mod push_out;
 mod reduction;
 mod refine;
+mod rolling;
 pub(crate) mod seams;
 mod separation;
 mod shape_cache;

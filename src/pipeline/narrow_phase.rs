@@ -42,6 +42,9 @@ pub(crate) struct GeneratedContact {
     pub gap: f64,
     pub friction: f64,
     pub restitution: f64,
+    /// Rolling and torsional coefficients of the pair, m.
+    pub rolling: f64,
+    pub torsional: f64,
     pub id: u64,
     /// Pair and sub-shapes: shared by the points of one manifold.
     pub manifold: u64,
@@ -415,6 +418,9 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             body1.restitution.coefficient,
             body2.restitution.coefficient,
         ) as f64;
+        let (r1, r2) = (body1.rolling_friction, body2.rolling_friction);
+        let combined = |a: f32, b: f32| f64::from(r1.combine_rule.combine(r2.combine_rule, a, b));
+        let (rolling, torsional) = (combined(r1.rolling, r2.rolling), combined(r1.torsional, r2.torsional));
         let pair_hash = mix(
             mix(0xcbf2_9ce4_8422_2325, body1.entity.to_bits()),
             body2.entity.to_bits(),
@@ -429,6 +435,8 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
                 gap: c.gap,
                 friction,
                 restitution,
+                rolling,
+                torsional,
                 id: c.id,
                 manifold,
             });

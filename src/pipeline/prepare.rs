@@ -37,6 +37,7 @@ pub(crate) struct BodyData {
     density: Option<Ref<'static, ColliderDensity>>,
     friction: Option<&'static Friction>,
     restitution: Option<&'static Restitution>,
+    rolling_friction: Option<&'static RollingFriction>,
     mass: Option<Ref<'static, Mass>>,
     inertia: Option<Ref<'static, PrincipalInertia>>,
     center_of_mass: Option<Ref<'static, CenterOfMass>>,
@@ -51,6 +52,7 @@ type StaticColliderData = (
     &'static Transform,
     Option<&'static Friction>,
     Option<&'static Restitution>,
+    Option<&'static RollingFriction>,
 );
 
 /// The joint components, one query per joint type.
@@ -60,6 +62,27 @@ type JointQueries<'w, 's> = (
     Query<'w, 's, (Entity, &'static RevoluteJoint)>,
     Query<'w, 's, (Entity, &'static PrismaticJoint)>,
 );
+
+/// `entity`'s rolling friction, or none where a coefficient is negative or not finite: an
+/// infinite bound times a zero load would be a NaN in the solve.
+fn admitted_rolling_friction(
+    reported: &mut super::world::Reported,
+    entity: Entity,
+    rolling_friction: Option<&RollingFriction>,
+) -> RollingFriction {
+    let Some(&given) = rolling_friction else {
+        return RollingFriction::default();
+    };
+    let admissible = |c: f32| c.is_finite() && c >= 0.0;
+    if admissible(given.rolling) && admissible(given.torsional) {
+        return given;
+    }
+    reported.substitute(
+        entity,
+        format!("has a rolling friction that is negative or not finite ({given:?}); physics uses none"),
+    );
+    RollingFriction::default()
+}
 
 /// This step's joints, in entity order, between the bodies admitted above.
 fn admit_joints(world: &mut PhysicsWorld, (fixed, spherical, revolute, prismatic): &JointQueries) {
@@ -291,9 +314,10 @@ pub(crate) fn prepare(
             collider_changed: body.collider.as_ref().is_some_and(DetectChanges::is_changed),
             friction: body.friction.copied().unwrap_or_default(),
             restitution: body.restitution.copied().unwrap_or_default(),
+            rolling_friction: admitted_rolling_friction(&mut world.reported, entity, body.rolling_friction),
         });
     }
-    for (entity, collider, transform, friction, restitution) in &statics {
+    for (entity, collider, transform, friction, restitution, rolling_friction) in &statics {
         let stamp = ShapeStamp::of([Some(collider.is_changed())]);
         let invalid = world
             .shape_cache
@@ -326,6 +350,7 @@ pub(crate) fn prepare(
             collider_changed: collider.is_changed(),
             friction: friction.copied().unwrap_or_default(),
             restitution: restitution.copied().unwrap_or_default(),
+            rolling_friction: admitted_rolling_friction(&mut world.reported, entity, rolling_friction),
         });
     }
     // Query order follows storage, which moves when components are added; sort for determinism.

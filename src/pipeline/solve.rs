@@ -176,6 +176,7 @@ pub(crate) fn solve(
         island.problem.bodies.clear();
         island.problem.contacts.clear();
         island.problem.constraints.clear();
+        island.problem.rolling.clear();
         island.problem.dt = world.dt;
         island.solver.settings = settings.solver;
     }
@@ -237,6 +238,14 @@ pub(crate) fn solve(
                 .push(constraint.with_warm_impulse(warm_impulse));
         });
     }
+    for island in &mut world.islands[..count] {
+        super::rolling::add_blocks(
+            &mut island.problem,
+            &world.contacts,
+            &island.contacts,
+            &world.rolling_warm,
+        );
+    }
     let resting_gap = f64::from(settings.resting_gap);
     for island in &mut world.islands[..count] {
         world.warm_start.apply(&mut island.problem.contacts);
@@ -289,7 +298,9 @@ pub(crate) fn solve(
     }
     world.warm_start.finish_step();
     world.joint_warm.clear();
+    world.rolling_warm.clear();
     for island in &world.islands[..count] {
+        super::rolling::record(&island.problem, &island.solution, &mut world.rolling_warm);
         for (k, &(j, _)) in island.joint_blocks.iter().enumerate() {
             let (constraint, impulse) = (&island.problem.constraints[k], island.solution.constraint_impulses[k]);
             super::joints::accumulate(&mut world.joints[j], constraint, impulse);

@@ -10,7 +10,7 @@ use parry3d::math::Pose;
 use super::broad_phase::BroadPhase;
 use super::narrow_phase::{GeneratedContact, NarrowPhase};
 use super::solve::IslandSolver;
-use crate::components::{Collider, Friction, Restitution, RigidBody};
+use crate::components::{Collider, Friction, Restitution, RigidBody, RollingFriction};
 use crate::resources::StageTimes;
 use crate::solver::WarmStartCache;
 
@@ -39,6 +39,7 @@ pub(crate) struct SimBody {
     pub collider_changed: bool,
     pub friction: Friction,
     pub restitution: Restitution,
+    pub rolling_friction: RollingFriction,
 }
 
 impl SimBody {
@@ -87,6 +88,14 @@ impl Reported {
         }
     }
 
+    /// Logs a warning for `entity` whose `message` says what physics uses instead of a bad
+    /// setting, unless it was the last message logged for it. The entity stays in the step.
+    pub fn substitute(&mut self, entity: Entity, message: String) {
+        if self.is_new(entity, &message) {
+            tracing::warn!("bevy_canal: entity {entity} {message}");
+        }
+    }
+
     fn is_new(&mut self, entity: Entity, message: &str) -> bool {
         self.seen.insert(entity);
         let new = self.messages.get(&entity).map(String::as_str) != Some(message);
@@ -132,6 +141,8 @@ pub(crate) struct PhysicsWorld {
     pub joint_filter: HashSet<(Entity, Entity)>,
     /// Row impulses of last step's joint blocks, by block id, for warm starting.
     pub joint_warm: HashMap<u64, DVec3>,
+    /// World torque impulses of last step's rolling-friction blocks, by manifold.
+    pub rolling_warm: HashMap<u64, DVec3>,
     pub projection: super::joints::JointProjection,
     /// Collider checks and mass properties, kept until the components they come from change.
     pub shape_cache: super::shape_cache::ShapeCache,

@@ -130,6 +130,7 @@ pub(crate) fn write_back(
         summary.gauss_seidel_sweeps += report.gauss_seidel_sweeps;
         summary.held_steps += report.held_steps;
         summary.retries += report.retries;
+        summary.rolling_rounds = summary.rolling_rounds.max(report.rolling_rounds);
         summary.ncp_residual = summary.ncp_residual.max(report.ncp_residual);
         summary.feasibility_residual = summary.feasibility_residual.max(report.feasibility_residual);
         summary.converged &= report.converged;

@@ -121,6 +121,13 @@ pub fn deepest_over(app: &mut App, steps: usize) -> f32 {
         .fold(0.0, f32::max)
 }
 
+/// Distance covered by semi-implicit Euler from speed `v0` under the constant deceleration `a`
+/// until it stops: the velocity falls by `a h` a step, and each step moves by the new velocity.
+pub fn discrete_stop_distance(v0: f64, a: f64, h: f64) -> f64 {
+    let steps = (v0 / (a * h)).floor() as usize;
+    (1..=steps).map(|n| (v0 - n as f64 * a * h) * h).sum()
+}
+
 pub fn precise(app: &App, entity: Entity) -> PreciseState {
     *app.world().get::<PreciseState>(entity).expect("a rigid body")
 }
