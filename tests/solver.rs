@@ -1408,15 +1408,16 @@ fn rolling_resistance_settles_on_the_bound_its_own_normal_impulse_sets() {
     let problem = rolling_ball(speed, mu_r);
     let (report, solution, _) = solve(&problem, tight());
     assert!(report.converged, "{report:?}");
-    // No warm start: the first round's bound is zero, so a second round is needed.
-    assert!(report.rolling_rounds >= 2, "{report:?}");
+    // No warm start: the bound starts at zero and follows the load the outer loop finds.
+    assert!((1..=2).contains(&report.rolling_rounds), "{report:?}");
     let normal = solution.impulses[0].normal;
     let torque = solution.constraint_impulses[0];
     println!(
         "λ_n = {normal:.12} N·s, rolling torque impulse {:.12} N·m·s in {} rounds",
         torque.z, report.rolling_rounds
     );
-    assert!((normal - POINT_MASS * 9.81 * DT).abs() < 1e-12, "λ_n = {normal}");
+    // Within the tolerance's impulse, 1e-10 m/s times the mass.
+    assert!((normal - POINT_MASS * 9.81 * DT).abs() < 1e-9, "λ_n = {normal}");
     // The whole bound, resisting the spin about −z.
     assert!((torque.z - mu_r * normal).abs() < 1e-9 * mu_r * normal, "{torque}");
     assert!(torque.x.abs() < 1e-15 && torque.y.abs() < 1e-15, "{torque}");

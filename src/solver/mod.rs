@@ -30,7 +30,7 @@ pub mod settings;
 mod shift_newton;
 mod warm_start;
 
-pub use canal::{MAX_ROLLING_ROUNDS, OuterTrace, Solver};
+pub use canal::{OuterTrace, Solver};
 pub use cone::Cone;
 pub use newton::NewtonTrace;
 pub use problem::{

@@ -108,8 +108,9 @@ pub struct SolveReport {
     /// Whole solves run to settle rolling-friction bounds
     /// ([`StepProblem::rolling`](super::StepProblem::rolling)): 0 without any, else at least 1;
     /// the counts above include every one, and `ncp_residual` judges the answer's resistance
-    /// blocks by the bounds its own normal impulses give. A step whose bounds had not settled in
-    /// [`MAX_ROLLING_ROUNDS`](super::MAX_ROLLING_ROUNDS) is not converged.
+    /// blocks by the bounds its own normal impulses give. A step whose bounds had not settled
+    /// within [`SolverSettings::max_rolling_rounds`](super::SolverSettings::max_rolling_rounds)
+    /// is not converged.
     pub rolling_rounds: u32,
     /// How the Newton systems were factored.
     pub linear_solver: LinearSolverKind,

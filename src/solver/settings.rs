@@ -229,6 +229,12 @@ pub struct SolverSettings {
     pub max_retries: u32,
     /// Initial κ of the retries that use it.
     pub retry_penalty: f64,
+    /// Most whole solves of a step with rolling or torsional friction
+    /// ([`StepProblem::rolling`](super::StepProblem::rolling)); 1 keeps the bounds of the warm
+    /// start's normal impulses, the last step's. The rounds also stop once two in a row have not
+    /// halved the best residual: in a pile of balls whose loads are not unique, each solve may
+    /// share them out differently, and the rounds then wander instead of settling.
+    pub max_rolling_rounds: u32,
     /// Largest number of dynamic bodies solved with a dense Cholesky; larger islands use the
     /// sparse Cholesky with a fill-reducing ordering. `benches/solver.rs` measured the two equal
     /// at 6 bodies (pyramid of 3 rows, 0.15 ms each), dense 10–20% faster below, sparse ahead
@@ -374,6 +380,7 @@ impl Default for SolverSettings {
             retry_above: 100.0,
             max_retries: 3,
             retry_penalty: 300.0,
+            max_rolling_rounds: 8,
             nearest_impulses: false,
             dense_max_bodies: 6,
             krylov_min_sliding: 100,

@@ -32,8 +32,6 @@ mod outer_loop;
 mod rolling;
 mod start;
 
-pub use rolling::MAX_ROLLING_ROUNDS;
-
 /// How much the move to the nearest impulses may raise the residuals, below the tolerance: a
 /// move that removes a residual of round-off size from one contact can add one to another.
 const NEAREST_SLACK: f64 = 2.0;
@@ -134,6 +132,9 @@ pub struct Solver {
     held_step: HeldStep,
     /// The rounds that settle rolling-friction bounds.
     rolling: rolling::RollingRounds,
+    /// The problem's rolling resistances by assembled block, whose bounds the outer loop moves
+    /// with the loads.
+    resistances: rolling::AssembledResistances,
 }
 
 impl Solver {
@@ -277,6 +278,7 @@ impl Solver {
         for (c, contact) in self.asm.contacts.iter().enumerate() {
             self.cones[c] = contact.cone;
         }
+        self.resistances.assemble(problem, &self.asm);
         let warm_started = self.load_start(problem, settings, true);
         if settings.nearest_impulses {
             self.start_lambda.clear();

@@ -216,6 +216,10 @@ impl Solver {
                     shift_change = shift_change.max((self.shift_next[c] - self.shift[c]).abs());
                 }
             }
+            // Rolling friction's bounds follow the loads, as the shifts follow the velocities:
+            // the iterate is judged, and the next surrogate built, with its own loads' bounds.
+            self.resistances
+                .follow_loads(&self.lambda_next, &mut self.cones, &mut self.asm);
             let residuals = contact_residuals_at(&self.asm, &self.velocity, &self.lambda_next);
             last_worst = residuals.worst();
             if settings.record_trace {

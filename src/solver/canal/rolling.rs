@@ -3,28 +3,32 @@
 //! itself finds.
 //!
 //! Held fixed, the bounds make the block a plain bounded set that every stage of the cascade
-//! already handles. So the coupling is met by a fixed point over whole solves: each round solves
-//! the step from the problem's own warm start with the bounds the last round's normal impulses
-//! gave, the first round with those of the warm start. The rounds stop when the answer, its blocks
-//! judged by the bounds its own normal impulses give, meets the tolerance: a bound that moved
-//! where it holds no impulse leaves the answer as it was.
+//! handles. The outer loop moves them with the loads, as the de Saxcé shift moves with the
+//! velocities: each iterate is judged with the bounds of its own loads, and the next surrogate is
+//! built with them ([`AssembledResistances`]), so an outer loop that converges has converged on
+//! the bounds too. The other stages (an accepted or corrected warm start, the smoothing sweeps,
+//! the polish) keep the bounds they were given. So whole solves are repeated in rounds: each from
+//! the problem's own warm start, with the bounds the last round's normal impulses gave (the
+//! first with those of the warm start), until the answer, its blocks judged by the bounds of its
+//! own loads, meets the tolerance.
 //!
-//! Owns only those rounds and their report. It must not change the caller's problem: the bounds
-//! are set in a copy.
+//! Owns only those bounds, the rounds and their report. It must not change the caller's
+//! problem: the rounds set their bounds in a copy.
 
-use super::super::anderson::Anderson;
-use super::super::assembly::Source;
+use nalgebra::Vector3;
+
+use super::super::assembly::{Assembled, Source};
 use super::super::cone::Cone;
 use super::super::problem::{RollingResistance, StepProblem};
 use super::super::report::{InvalidInput, Solution, SolveFailure, SolveReport};
 use super::{Solver, write_unsolved};
 
-/// Most whole solves spent settling the bounds. A resting or rolling ball needs one or two: the
-/// normal impulses hardly depend on the resisting torques, whose lever arms are millimetres.
-pub const MAX_ROLLING_ROUNDS: u32 = 8;
+/// Rounds in a row that may fail to halve the best residual before the rounds stop.
+const STAGNANT_ROUNDS: u32 = 2;
 
-/// Anderson memory over the rounds' loads.
-const ANDERSON_MEMORY: usize = 3;
+/// A round whose residual under its own bounds is within this factor of its solve's residual
+/// is limited by the solve, not by the bounds.
+const BOUNDS_LIMIT: f64 = 10.0;
 
 /// The rounds' buffers, kept by the solver so that stepping again allocates nothing.
 #[derive(Default)]
@@ -35,16 +39,72 @@ pub(super) struct RollingRounds {
     loads: Vec<f64>,
     /// Per resistance, the normal load of the last answer.
     images: Vec<f64>,
-    mixed: Vec<f64>,
-    anderson: Anderson,
     /// The best round's answer so far.
     best: Solution,
+}
+
+/// A problem's rolling resistances in assembled blocks: each outer iteration sets their bounds
+/// from the multipliers' normal loads, as the de Saxcé shift follows the velocities, so that an
+/// outer loop that converges has converged on the bounds too. The rounds above are left the
+/// steps whose outer loop did not converge, or whose answer came from another stage.
+#[derive(Default)]
+pub(super) struct AssembledResistances {
+    /// Per resistance: its block, its range in `contacts`, its coefficients.
+    blocks: Vec<(usize, std::ops::Range<usize>, f64, f64)>,
+    /// The assembled blocks of the resistances' contacts.
+    contacts: Vec<usize>,
+    /// The assembled block of each problem contact, and of each problem constraint.
+    contact_block: Vec<Option<usize>>,
+    constraint_block: Vec<Option<usize>>,
+}
+
+impl AssembledResistances {
+    pub(super) fn assemble(&mut self, problem: &StepProblem, asm: &Assembled) {
+        self.blocks.clear();
+        self.contacts.clear();
+        if problem.rolling.is_empty() {
+            return;
+        }
+        self.contact_block.clear();
+        self.contact_block.resize(problem.contacts.len(), None);
+        self.constraint_block.clear();
+        self.constraint_block.resize(problem.constraints.len(), None);
+        for (c, block) in asm.contacts.iter().enumerate() {
+            match block.source {
+                Source::Contact(i) => self.contact_block[i] = Some(c),
+                Source::Constraint(i) => self.constraint_block[i] = Some(c),
+            }
+        }
+        for r in &problem.rolling {
+            let Some(block) = self.constraint_block[r.constraint] else {
+                continue;
+            };
+            let start = self.contacts.len();
+            self.contacts
+                .extend(r.contacts.clone().filter_map(|i| self.contact_block[i]));
+            self.blocks
+                .push((block, start..self.contacts.len(), r.torsional, r.rolling));
+        }
+    }
+
+    /// Sets each resistance block's bounds from the normal loads of `lambda`.
+    pub(super) fn follow_loads(&self, lambda: &[Vector3<f64>], cones: &mut [Cone], asm: &mut Assembled) {
+        for (block, contacts, torsional, rolling) in &self.blocks {
+            let load: f64 = self.contacts[contacts.clone()]
+                .iter()
+                .map(|&c| lambda[c].x.max(0.0))
+                .sum();
+            let cone = bounds(*torsional, *rolling, load);
+            cones[*block] = cone;
+            asm.contacts[*block].cone = cone;
+        }
+    }
 }
 
 /// Sets the bounds of `problem`'s resistance blocks from `loads`, one per resistance.
 fn set_bounds(problem: &mut StepProblem, rolling: &[RollingResistance], loads: &[f64]) {
     for (r, &load) in rolling.iter().zip(loads) {
-        problem.constraints[r.constraint].cone = bounds(r, load);
+        problem.constraints[r.constraint].cone = bounds(r.torsional, r.rolling, load);
     }
 }
 
@@ -70,12 +130,11 @@ impl Solver {
                 .sum::<f64>()
         }));
         rounds.images.resize(problem.rolling.len(), 0.0);
-        rounds.mixed.resize(problem.rolling.len(), 0.0);
-        rounds.anderson.configure(ANDERSON_MEMORY, problem.rolling.len());
         let mut counts = SolveReport::default();
         // The best round's report, its residual under its own bounds, and the round.
         let mut best: Option<(SolveReport, f64, u32)> = None;
-        for round in 1..=MAX_ROLLING_ROUNDS {
+        let mut stagnant = 0;
+        for round in 1..=self.settings.max_rolling_rounds.max(1) {
             set_bounds(&mut rounds.problem, &problem.rolling, &rounds.loads);
             let report = self.solve_with_fixed_bounds(&rounds.problem, solution);
             counts = accumulated(counts, report, round);
@@ -96,20 +155,28 @@ impl Solver {
                 break;
             }
             let worst = residual.max(report.worst_residual());
-            if best.is_none_or(|(best, residual, _)| worst < residual.max(best.worst_residual())) {
+            let best_worst = best.map_or(f64::INFINITY, |(best, residual, _)| residual.max(best.worst_residual()));
+            stagnant = if worst <= 0.5 * best_worst { 0 } else { stagnant + 1 };
+            if best.is_none() || worst < best_worst {
                 best = Some((report, residual, round));
                 rounds.best.clone_from(solution);
             }
-            // The loads move by a constant fraction a round (about a tenth in a pile of balls):
-            // extrapolated, they take fewer rounds than one per decade.
-            rounds.anderson.mix(&rounds.loads, &rounds.images, &mut rounds.mixed);
-            for (load, mixed) in rounds.loads.iter_mut().zip(&rounds.mixed) {
-                *load = mixed.max(0.0);
+            // A solve that did not converge on its own is not held back by its bounds: another
+            // round from the same start would spend the same budget for the same answer.
+            if stagnant >= STAGNANT_ROUNDS || residual <= BOUNDS_LIMIT * report.worst_residual() {
+                break;
             }
+            std::mem::swap(&mut rounds.loads, &mut rounds.images);
         }
         let Some((report, residual, round)) = best else {
+            // Only when no round ran.
             self.rolling = rounds;
-            return counts;
+            return SolveReport {
+                ncp_residual: f64::INFINITY,
+                feasibility_residual: f64::INFINITY,
+                failure: Some(SolveFailure::BudgetExhausted),
+                ..counts
+            };
         };
         if round < counts.rolling_rounds {
             // Rounds that cycle (the loads of a wedged ball are not unique) may end on a worse
@@ -170,13 +237,14 @@ fn valid(problem: &StepProblem, r: &RollingResistance) -> bool {
         && r.rolling >= 0.0
 }
 
-fn bounds(r: &RollingResistance, load: f64) -> Cone {
+/// The bounds of a resistance of coefficients `torsional` and `rolling` under `load`.
+fn bounds(torsional: f64, rolling: f64, load: f64) -> Cone {
     // A non-finite load comes from a failed solve, which says so itself; it must not poison the
-    // next round's bounds.
+    // next bounds.
     let load = if load.is_finite() { load.max(0.0) } else { 0.0 };
     Cone::Resistance {
-        torsional: r.torsional * load,
-        rolling: r.rolling * load,
+        torsional: torsional * load,
+        rolling: rolling * load,
     }
 }
 
