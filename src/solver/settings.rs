@@ -230,10 +230,12 @@ pub struct SolverSettings {
     /// Initial κ of the retries that use it.
     pub retry_penalty: f64,
     /// Most whole solves of a step with rolling or torsional friction
-    /// ([`StepProblem::rolling`](super::StepProblem::rolling)); 1 keeps the bounds of the warm
-    /// start's normal impulses, the last step's. The rounds also stop once two in a row have not
-    /// halved the best residual: in a pile of balls whose loads are not unique, each solve may
-    /// share them out differently, and the rounds then wander instead of settling.
+    /// ([`StepProblem::rolling`](super::StepProblem::rolling)). Within a solve the outer loop
+    /// moves the bounds with its loads; a round after the first is spent only on an answer still
+    /// off the bounds of its own loads, by more than the tolerance and more than its own solve's
+    /// residual. The rounds also stop once two in a row have not halved the best residual: in a
+    /// pile of balls whose loads are not unique, each solve may share them out differently, and
+    /// the rounds then wander instead of settling.
     pub max_rolling_rounds: u32,
     /// Largest number of dynamic bodies solved with a dense Cholesky; larger islands use the
     /// sparse Cholesky with a fill-reducing ordering. `benches/solver.rs` measured the two equal

@@ -4,7 +4,8 @@
 //! corrections of a warm start before the outer loop and the Gauss–Seidel sweeps; `outer_loop`
 //! the augmented-Lagrangian multiplier loop with the de Saxcé shift, its penalty rule, Anderson
 //! mixing with a damped fallback, and the retries of a run that ends far from the tolerance;
-//! `rolling` the fixed point of rolling-friction bounds and normal impulses, over whole solves.
+//! `rolling` the rolling-friction bounds the outer loop moves with its loads, and the rounds of
+//! whole solves for answers still off the bounds of their own loads.
 //!
 //! [`Solver`] owns every buffer a solve needs, so stepping the same island again allocates nothing.
 
@@ -159,9 +160,10 @@ impl Solver {
     /// Solves one step of `problem`, writing end-of-step velocities and impulses into `solution`.
     /// Never panics on bad numbers and never writes a NaN: see [`SolveReport::failure`].
     ///
-    /// With [`StepProblem::rolling`] blocks, the step is solved again with the bounds the last
-    /// answer's normal impulses give, each time from the problem's own warm start, until the
-    /// answer meets the tolerance under its own bounds or a round does not converge (see
+    /// With [`StepProblem::rolling`] blocks, the outer loop moves their bounds with its normal
+    /// loads; an answer that still misses the tolerance under the bounds of its own loads is
+    /// solved again with them, from the problem's own warm start (see
+    /// [`SolverSettings::max_rolling_rounds`](super::SolverSettings::max_rolling_rounds) and
     /// [`SolveReport::rolling_rounds`]).
     pub fn solve(&mut self, problem: &StepProblem, solution: &mut Solution) -> SolveReport {
         if problem.rolling.is_empty() {
