@@ -855,9 +855,8 @@ fn release_on_slope(degrees: f64, mu: f32, shape: Collider, turn: Quat, seconds:
         .id();
     let steps = (seconds * 60.0).round() as usize;
     step(&mut app, steps);
-    let moved = precise(&app, body).translation - start;
-    let along = moved.dot(down);
-    (along, (moved - down * along).length(), steps, dt(&app))
+    let (along, across) = along_and_across(precise(&app, body).translation - start, down);
+    (along, across, steps, dt(&app))
 }
 
 #[test]

@@ -93,9 +93,8 @@ fn release_on_slope(degrees: f64, mu_r: f64) -> (f64, f64, usize, f64) {
     let down = (tilt * Vec3::NEG_X).as_dvec3();
     let steps = 120;
     step(&mut app, steps);
-    let moved = precise(&app, ball).translation - start;
-    let along = moved.dot(down);
-    (along, (moved - down * along).length(), steps, dt(&app))
+    let (along, across) = along_and_across(precise(&app, ball).translation - start, down);
+    (along, across, steps, dt(&app))
 }
 
 #[test]

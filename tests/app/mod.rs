@@ -128,6 +128,13 @@ pub fn discrete_stop_distance(v0: f64, a: f64, h: f64) -> f64 {
     (1..=steps).map(|n| (v0 - n as f64 * a * h) * h).sum()
 }
 
+/// A displacement `moved` split into its part along the unit direction `down` and the length of
+/// the rest, m.
+pub fn along_and_across(moved: bevy_math::DVec3, down: bevy_math::DVec3) -> (f64, f64) {
+    let along = moved.dot(down);
+    (along, (moved - down * along).length())
+}
+
 pub fn precise(app: &App, entity: Entity) -> PreciseState {
     *app.world().get::<PreciseState>(entity).expect("a rigid body")
 }

@@ -49,13 +49,21 @@ pub(super) struct RollingRounds {
 /// steps whose outer loop did not converge, or whose answer came from another stage.
 #[derive(Default)]
 pub(super) struct AssembledResistances {
-    /// Per resistance: its block, its range in `contacts`, its coefficients.
-    blocks: Vec<(usize, std::ops::Range<usize>, f64, f64)>,
+    blocks: Vec<AssembledResistance>,
     /// The assembled blocks of the resistances' contacts.
     contacts: Vec<usize>,
     /// The assembled block of each problem contact, and of each problem constraint.
     contact_block: Vec<Option<usize>>,
     constraint_block: Vec<Option<usize>>,
+}
+
+/// One resistance: its assembled block, the range of its contacts' blocks in
+/// [`AssembledResistances::contacts`], and its coefficients.
+struct AssembledResistance {
+    block: usize,
+    contacts: std::ops::Range<usize>,
+    torsional: f64,
+    rolling: f64,
 }
 
 impl AssembledResistances {
@@ -82,21 +90,25 @@ impl AssembledResistances {
             let start = self.contacts.len();
             self.contacts
                 .extend(r.contacts.clone().filter_map(|i| self.contact_block[i]));
-            self.blocks
-                .push((block, start..self.contacts.len(), r.torsional, r.rolling));
+            self.blocks.push(AssembledResistance {
+                block,
+                contacts: start..self.contacts.len(),
+                torsional: r.torsional,
+                rolling: r.rolling,
+            });
         }
     }
 
     /// Sets each resistance block's bounds from the normal loads of `lambda`.
     pub(super) fn follow_loads(&self, lambda: &[Vector3<f64>], cones: &mut [Cone], asm: &mut Assembled) {
-        for (block, contacts, torsional, rolling) in &self.blocks {
-            let load: f64 = self.contacts[contacts.clone()]
+        for r in &self.blocks {
+            let load: f64 = self.contacts[r.contacts.clone()]
                 .iter()
                 .map(|&c| lambda[c].x.max(0.0))
                 .sum();
-            let cone = bounds(*torsional, *rolling, load);
-            cones[*block] = cone;
-            asm.contacts[*block].cone = cone;
+            let cone = bounds(r.torsional, r.rolling, load);
+            cones[r.block] = cone;
+            asm.contacts[r.block].cone = cone;
         }
     }
 }
@@ -198,9 +210,7 @@ impl Solver {
         self.rolling = rounds;
         total
     }
-}
 
-impl Solver {
     /// The worst natural-map residual of the last answer's resistance blocks under `bounded`'s
     /// bounds, as [`super::super::residual`] measures it.
     fn residual_with_bounds(&self, bounded: &StepProblem) -> f64 {
