@@ -167,6 +167,9 @@ pub struct ContactPair {
     pub entity2: bevy_ecs::entity::Entity,
     /// The points.
     pub points: Vec<ContactPoint>,
+    /// The torque impulse of the pair's rolling and torsional friction on `entity1`, N·m·s
+    /// (zero without [`RollingFriction`](crate::components::RollingFriction)).
+    pub resisting_torque_impulse: Vec3,
 }
 
 impl ContactPair {

@@ -65,9 +65,23 @@ fn a_rolling_cylinder_stops_at_three_r_v0_squared_over_four_mu_r_g() {
     let a = 2.0 / 3.0 * G * mu_r / radius;
     let mut points = 0;
     // It stops after v0 / a = 6.9 s.
-    for _ in 0..480 {
+    for k in 0..480 {
         step(&mut app, 1);
         points = points.max(stats(&app).contacts);
+        if k == 60 {
+            // While it rolls, `Contacts` reports the whole bound, resisting its turn about −z.
+            let contacts = app.world().resource::<Contacts>();
+            let pair = contacts.of(cylinder).next().expect("it touches the ground");
+            let sign = if pair.entity1 == cylinder { 1.0 } else { -1.0 };
+            let torque = pair.resisting_torque_impulse * sign;
+            let load: f32 = pair.points.iter().map(|p| p.normal_impulse).sum();
+            println!("rolling torque impulse {torque} N·m·s on a load of {load} N·s");
+            assert!(
+                (torque.z - mu_r as f32 * load).abs() < 1e-5 * mu_r as f32 * load,
+                "{torque}"
+            );
+            assert!(torque.x.abs() < 1e-9 && torque.y.abs() < 1e-9, "{torque}");
+        }
     }
     let state = precise(&app, cylinder);
     let travelled = (state.translation - start).x;

@@ -3,14 +3,15 @@
 //! pair has a coefficient. The solver ties its bounds to the manifold's normal impulses
 //! ([`RollingResistance`]).
 //!
-//! Owns building those blocks into an island's problem, after its contacts and joints, and
-//! carrying their impulses to the next step. It must not touch the contacts: the blocks only read
+//! Owns building those blocks into an island's problem, after its contacts and joints, carrying
+//! their impulses to the next step, and their torques for `Contacts`. It must not touch the contacts: the blocks only read
 //! their sides, normals and manifolds.
 
 use bevy_math::DVec3;
 use bevy_platform::collections::HashMap;
 
 use super::narrow_phase::GeneratedContact;
+use super::solve::IslandSolver;
 use crate::solver::cone::Cone;
 use crate::solver::{ConstraintRows, RollingResistance, Solution, SolverConstraint, StepProblem};
 
@@ -59,14 +60,42 @@ pub(crate) fn add_blocks(
     }
 }
 
+/// Per step contact (`count` of them), the world torque impulse of the resistance block whose
+/// first point it is, zero elsewhere; `torques` is left empty when no island has a block.
+pub(crate) fn applied_torques(islands: &[IslandSolver], count: usize, torques: &mut Vec<DVec3>) {
+    torques.clear();
+    if islands.iter().all(|island| island.problem.rolling.is_empty()) {
+        return;
+    }
+    torques.resize(count, DVec3::ZERO);
+    for island in islands {
+        for r in &island.problem.rolling {
+            let Some(&first) = island.contacts.get(r.contacts.start) else {
+                continue;
+            };
+            torques[first] = world_torque(
+                &island.problem.constraints[r.constraint],
+                island.solution.constraint_impulses[r.constraint],
+            );
+        }
+    }
+}
+
+/// A resistance block's row impulses as a world vector.
+fn world_torque(constraint: &SolverConstraint, rows: DVec3) -> DVec3 {
+    match constraint.rows {
+        ConstraintRows::Angular { axes, .. } => axes[0] * rows.x + axes[1] * rows.y + axes[2] * rows.z,
+        ConstraintRows::Linear { .. } => DVec3::ZERO,
+    }
+}
+
 /// Records the warm start of each of `problem`'s resistance blocks into `warm`, by manifold.
 pub(crate) fn record(problem: &StepProblem, solution: &Solution, warm: &mut HashMap<u64, DVec3>) {
     for r in &problem.rolling {
         let constraint = &problem.constraints[r.constraint];
-        let ConstraintRows::Angular { axes, .. } = constraint.rows else {
-            continue;
-        };
-        let rows = solution.warm_constraint_impulses[r.constraint];
-        warm.insert(constraint.id, axes[0] * rows.x + axes[1] * rows.y + axes[2] * rows.z);
+        warm.insert(
+            constraint.id,
+            world_torque(constraint, solution.warm_constraint_impulses[r.constraint]),
+        );
     }
 }

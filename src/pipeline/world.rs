@@ -148,4 +148,7 @@ pub(crate) struct PhysicsWorld {
     pub shape_cache: super::shape_cache::ShapeCache,
     /// Write-back's impulse per contact of this step, a buffer kept across steps.
     pub contact_impulses: Vec<crate::solver::ContactImpulse>,
+    /// Per contact of this step, the torque impulse of rolling friction's block whose first
+    /// point it is (zero elsewhere), for `Contacts`; empty when no island has one.
+    pub contact_torques: Vec<DVec3>,
 }

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use bevy_ecs::prelude::*;
+use bevy_math::Vec3;
 use bevy_transform::components::Transform;
 
 use super::PhysicsWorld;
@@ -77,6 +78,8 @@ pub(crate) fn write_back(
             impulses[c] = island.solution.impulses[k];
         }
     }
+    let mut torques = std::mem::take(&mut world.contact_torques);
+    super::rolling::applied_torques(&world.islands[..world.island_count], world.contacts.len(), &mut torques);
     let mut used = 0;
     for (c, contact) in world.contacts.iter().enumerate() {
         let (e1, e2) = (world.bodies[contact.body1].entity, world.bodies[contact.body2].entity);
@@ -90,15 +93,20 @@ pub(crate) fn write_back(
                     entity1: e1,
                     entity2: e2,
                     points: Vec::new(),
+                    resisting_torque_impulse: Vec3::ZERO,
                 });
             }
             let pair = &mut contacts.pairs[used];
             pair.entity1 = e1;
             pair.entity2 = e2;
             pair.points.clear();
+            pair.resisting_torque_impulse = Vec3::ZERO;
             used += 1;
         }
         let impulse = impulses[c];
+        if let Some(torque) = torques.get(c) {
+            contacts.pairs[used - 1].resisting_torque_impulse += torque.as_vec3();
+        }
         contacts.pairs[used - 1].points.push(ContactPoint {
             point: contact.point.as_vec3(),
             normal: contact.normal.as_vec3(),
@@ -109,6 +117,7 @@ pub(crate) fn write_back(
     }
     contacts.pairs.truncate(used);
     world.contact_impulses = impulses;
+    world.contact_torques = torques;
 
     let mut summary = SolverStats {
         bodies: world.bodies.iter().filter(|b| b.kind.is_dynamic()).count(),
