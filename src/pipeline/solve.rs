@@ -238,6 +238,7 @@ pub(crate) fn solve(
                 .push(constraint.with_warm_impulse(warm_impulse));
         });
     }
+    let resting_gap = f64::from(settings.resting_gap);
     for island in &mut world.islands[..count] {
         super::rolling::add_blocks(
             &mut island.problem,
@@ -245,9 +246,6 @@ pub(crate) fn solve(
             &island.contacts,
             &world.rolling_warm,
         );
-    }
-    let resting_gap = f64::from(settings.resting_gap);
-    for island in &mut world.islands[..count] {
         world.warm_start.apply(&mut island.problem.contacts);
         // What the velocity step sees as touching: a penetration, which `push_out` moves out
         // after the velocities, and a loaded contact's narrow gap (`PhysicsSettings::resting_gap`).
