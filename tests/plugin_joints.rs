@@ -323,6 +323,50 @@ fn welded_cantilever_holds_its_pose_and_carries_the_moment() {
     );
 }
 
+#[test]
+fn a_bar_welded_to_a_spinning_kinematic_hub_turns_with_it() {
+    // A weld to a kinematic body locks the bar's orientation to the hub's as the hub turns, not
+    // one step behind it.
+    let mut app = app(60.0);
+    let spin = 2.0;
+    let hub = app
+        .world_mut()
+        .spawn((
+            RigidBody::Kinematic,
+            Transform::from_translation(PIVOT),
+            AngularVelocity(Vec3::new(0.0, spin, 0.0)),
+        ))
+        .id();
+    let bar = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.0, 0.1, 0.1),
+            Transform::from_translation(PIVOT + Vec3::new(0.5, 0.0, 0.0)),
+        ))
+        .id();
+    app.world_mut()
+        .spawn(FixedJoint::new(hub, bar).with_local_anchor2(Vec3::new(-0.5, 0.0, 0.0)));
+    let mut worst = 0.0_f64;
+    for _ in 0..60 {
+        step(&mut app, 1);
+        let hub_rotation = precise(&app, hub).rotation;
+        worst = worst.max(precise(&app, bar).rotation.angle_between(hub_rotation));
+    }
+    let body = precise(&app, bar);
+    println!(
+        "bar off the hub's orientation by up to {worst:.2e} rad, turning at {}",
+        body.angular_velocity
+    );
+    // One step behind would be spin · dt = 3.3e-2 rad.
+    assert!(worst < 1e-6, "lags the hub by {worst} rad");
+    assert!(
+        (body.angular_velocity - bevy_math::DVec3::new(0.0, f64::from(spin), 0.0)).length() < 1e-6,
+        "{}",
+        body.angular_velocity
+    );
+}
+
 /// A 1 m, 1 kg rod hinged at one end about Z, held horizontal by `drive` against gravity.
 fn driven_rod(drive: JointDrive) -> (App, Entity, Entity) {
     let mut app = app(60.0);

@@ -14,17 +14,21 @@ use bevy_math::DVec3;
 const RADIUS: f64 = 0.1;
 
 /// A ball of [`RADIUS`] with `resistance`, touching a static slab of the same resistance whose
-/// top face is turned by `tilt` about the origin; both at μ = 0.5.
-fn ball_on_slab(tilt: Quat, resistance: RollingFriction) -> (App, Entity, DVec3) {
+/// top face is turned by `tilt` about the origin; both at μ = 0.5. Returns the ball, its centre
+/// and the slab.
+fn ball_on_slab(tilt: Quat, resistance: RollingFriction) -> (App, Entity, DVec3, Entity) {
     let mut app = app(60.0);
     let up = (tilt * Vec3::Y).as_dvec3();
-    app.world_mut().spawn((
-        RigidBody::Static,
-        Collider::cuboid(40.0, 1.0, 40.0),
-        Friction::new(0.5),
-        resistance,
-        Transform::from_translation((up * -0.5).as_vec3()).with_rotation(tilt),
-    ));
+    let slab = app
+        .world_mut()
+        .spawn((
+            RigidBody::Static,
+            Collider::cuboid(40.0, 1.0, 40.0),
+            Friction::new(0.5),
+            resistance,
+            Transform::from_translation((up * -0.5).as_vec3()).with_rotation(tilt),
+        ))
+        .id();
     let centre = up * RADIUS;
     let ball = app
         .world_mut()
@@ -36,7 +40,7 @@ fn ball_on_slab(tilt: Quat, resistance: RollingFriction) -> (App, Entity, DVec3)
             Transform::from_translation(centre.as_vec3()),
         ))
         .id();
-    (app, ball, centre)
+    (app, ball, centre, slab)
 }
 
 /// A solid cylinder lying on its side touches along a line, two points of one manifold: their
@@ -103,7 +107,7 @@ fn a_rolling_cylinder_stops_at_three_r_v0_squared_over_four_mu_r_g() {
 /// (downhill positive) and off its line, m; the steps taken and the time step.
 fn release_on_slope(degrees: f64, mu_r: f64) -> (f64, f64, usize, f64) {
     let tilt = Quat::from_rotation_z((degrees as f32).to_radians());
-    let (mut app, ball, start) = ball_on_slab(tilt, RollingFriction::new(mu_r as f32, 0.0));
+    let (mut app, ball, start, _) = ball_on_slab(tilt, RollingFriction::new(mu_r as f32, 0.0));
     let down = (tilt * Vec3::NEG_X).as_dvec3();
     let steps = 120;
     step(&mut app, steps);
@@ -139,7 +143,7 @@ fn a_ball_holds_on_a_slope_up_to_tan_theta_equal_to_mu_r_over_r() {
 #[test]
 fn a_spinning_ball_stops_turning_at_five_halves_g_mu_s_over_r_squared() {
     let mu_s = 0.002;
-    let (mut app, ball, start) = ball_on_slab(Quat::IDENTITY, RollingFriction::new(0.0, mu_s as f32));
+    let (mut app, ball, start, _) = ball_on_slab(Quat::IDENTITY, RollingFriction::new(0.0, mu_s as f32));
     let spin = 10.0;
     app.world_mut()
         .entity_mut(ball)
@@ -196,4 +200,37 @@ fn a_negative_or_non_finite_rolling_friction_counts_as_none() {
         let speed = precise(&app, ball).linear_velocity.x;
         assert!((speed - f64::from(v0)).abs() < 1e-6, "{ball}: {speed} m/s");
     }
+}
+
+/// Torsional friction acts on the spin relative to what the ball stands on: a ball resting on the
+/// axis of a kinematic turntable is spun up at (5/2) g μ_s / R² until it turns with the table.
+#[test]
+fn a_turntable_spins_a_ball_up_at_five_halves_g_mu_s_over_r_squared() {
+    let (mu_s, table_spin) = (0.002, 3.0);
+    let (mut app, ball, start, table) = ball_on_slab(Quat::IDENTITY, RollingFriction::new(0.0, mu_s as f32));
+    app.world_mut().entity_mut(table).insert((
+        RigidBody::Kinematic,
+        AngularVelocity(Vec3::new(0.0, table_spin as f32, 0.0)),
+    ));
+    let h = dt(&app);
+    let alpha = 2.5 * G * mu_s / (RADIUS * RADIUS);
+    // It catches the table after 3 / 4.9 = 0.61 s.
+    let steps = 30;
+    step(&mut app, steps);
+    let after_half_a_second = precise(&app, ball).angular_velocity.y;
+    let expected = steps as f64 * alpha * h;
+    println!("spin after 0.5 s: {after_half_a_second:.6} rad/s, expected {expected:.6}");
+    assert!(
+        (after_half_a_second - expected).abs() < 1e-5 * table_spin,
+        "{after_half_a_second} rad/s, expected {expected}"
+    );
+    step(&mut app, 60);
+    let state = precise(&app, ball);
+    println!("spin after 1.5 s: {:.9} rad/s", state.angular_velocity.y);
+    assert!(
+        (state.angular_velocity - DVec3::new(0.0, table_spin, 0.0)).length() < 1e-6,
+        "not turning with the table: {}",
+        state.angular_velocity
+    );
+    assert!((state.translation - start).length() < 1e-6, "wandered off");
 }

@@ -177,6 +177,25 @@ fn bounded_motor_gives_exactly_its_bound_when_the_load_exceeds_it() {
 }
 
 #[test]
+fn angular_row_follows_a_turning_fixed_side() {
+    // Locked about z to a kinematic hub turning at 1.5 rad/s: the body, at rest, is brought to the
+    // hub's spin, not held still.
+    let hub_spin = 1.5;
+    let mut problem = spinning_body_with_row(0.0, 0.0, Cone::Equality, 0.0);
+    problem.constraints[0].body2 = ContactSide::Fixed {
+        velocity: DVec3::ZERO,
+        angular_velocity: DVec3::Z * hub_spin,
+    };
+    let (report, solution) = solve(&problem);
+    assert!(report.converged, "{report:?}");
+    let spin = solution.velocities[0].angular.z;
+    assert!((spin - hub_spin).abs() < 1e-10, "ends at {spin} rad/s");
+    let inertia_z = problem.bodies[0].inertia.z_axis.z;
+    let impulse = solution.constraint_impulses[0].x;
+    assert!((impulse - inertia_z * hub_spin).abs() < 1e-10 * inertia_z, "{impulse}");
+}
+
+#[test]
 fn malformed_joint_block_is_rejected_without_nan() {
     let mut problem = spinning_body_with_row(1.0, 0.0, Cone::Equality, 0.0);
     problem.constraints[0].rows = ConstraintRows::Angular {

@@ -24,7 +24,9 @@ pub enum RigidBody {
     /// Never moves; infinite mass.
     Static,
     /// Moves with its [`LinearVelocity`] and [`AngularVelocity`], unaffected by anything; pushes
-    /// dynamic bodies (with friction) like an infinitely heavy body.
+    /// dynamic bodies (with friction) like an infinitely heavy body. Joints and rolling friction
+    /// follow its turning as well as its motion: a body welded to a spinning kinematic hub spins
+    /// with it.
     Kinematic,
 }
 

@@ -75,7 +75,7 @@ impl PushOut {
                     let v = solution.velocities[k];
                     v.linear + v.angular.cross(contact.point - island.bodies[k].center_of_mass)
                 }
-                ContactSide::Fixed { velocity } => velocity,
+                ContactSide::Fixed { velocity, .. } => velocity,
             };
             gap + dt
                 * contact

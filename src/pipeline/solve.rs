@@ -70,6 +70,7 @@ fn solver_side(body: &SimBody, local: usize, point: DVec3) -> ContactSide {
     } else {
         ContactSide::Fixed {
             velocity: body.point_velocity(point),
+            angular_velocity: body.angular_velocity,
         }
     }
 }

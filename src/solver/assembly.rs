@@ -266,7 +266,7 @@ impl Assembled {
                             lever: Lever::Point(contact.point - body.center_of_mass),
                         });
                     }
-                    ContactSide::Fixed { velocity } => {
+                    ContactSide::Fixed { velocity, .. } => {
                         if !velocity.is_finite() {
                             return Err(InvalidInput::Contact(ci));
                         }
@@ -407,14 +407,16 @@ impl Assembled {
                     };
                     sides[k] = Some(JacobianBlock { body: b, sign, lever });
                 }
-                ContactSide::Fixed { velocity } => {
-                    if !velocity.is_finite() {
+                ContactSide::Fixed {
+                    velocity,
+                    angular_velocity,
+                } => {
+                    let moving = if anchors.is_some() { velocity } else { angular_velocity };
+                    if !moving.is_finite() {
                         return None;
                     }
-                    if anchors.is_some() {
-                        fixed_velocity +=
-                            sign * Vector3::new(rows[0].dot(velocity), rows[1].dot(velocity), rows[2].dot(velocity));
-                    }
+                    fixed_velocity +=
+                        sign * Vector3::new(rows[0].dot(moving), rows[1].dot(moving), rows[2].dot(moving));
                 }
             }
         }

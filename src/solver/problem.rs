@@ -73,17 +73,25 @@ impl SolverBody {
 pub enum ContactSide {
     /// A dynamic body of the island, by index into [`StepProblem::bodies`].
     Body(usize),
-    /// A static or kinematic body: not solved for, but its material point at the contact moves with
-    /// `velocity` (m/s, world frame; zero for static geometry). A moving platform drags through it.
+    /// A static or kinematic body: not solved for, but moving as given (world frame; zero for
+    /// static geometry). A moving platform drags through `velocity`, a turntable or a spinning
+    /// hub through `angular_velocity`.
     Fixed {
-        /// Velocity of the fixed side's material point at the contact point, m/s.
+        /// Velocity of the fixed side's material point at the contact point (or a linear joint
+        /// row's anchor), m/s: what contacts and linear rows read.
         velocity: DVec3,
+        /// The fixed body's angular velocity, rad/s: what angular rows read (a joint's locked
+        /// axes, a resistance block).
+        angular_velocity: DVec3,
     },
 }
 
 impl ContactSide {
     /// Static geometry: a fixed side that does not move.
-    pub const STATIC: Self = Self::Fixed { velocity: DVec3::ZERO };
+    pub const STATIC: Self = Self::Fixed {
+        velocity: DVec3::ZERO,
+        angular_velocity: DVec3::ZERO,
+    };
 }
 
 /// One contact point between `body1` and `body2`.
@@ -217,8 +225,8 @@ pub enum ConstraintRows {
 /// One block of joint rows between two sides, solved in the same augmented Lagrangian as the
 /// contacts (design note §6): `w = J v + e` must lie in the dual of `cone`, the impulse in `cone`.
 ///
-/// A [`ContactSide::Fixed`] side contributes its `velocity` to linear rows and nothing to angular
-/// rows (a fixed side does not rotate in a joint).
+/// A [`ContactSide::Fixed`] side contributes its `velocity` to linear rows and its
+/// `angular_velocity` to angular rows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SolverConstraint {
     /// Stable id for warm starting.

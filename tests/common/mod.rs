@@ -119,7 +119,7 @@ pub fn reference_impulses(problem: &StepProblem, sweeps: usize) -> (Vec<DVec3>, 
                     let row = |d: DVec3| (d * sign, r.cross(d) * sign);
                     sides.push((b, [row(n), row(t1), row(t2)]));
                 }
-                ContactSide::Fixed { velocity } => fixed += sign * velocity,
+                ContactSide::Fixed { velocity, .. } => fixed += sign * velocity,
             }
         }
         free.push((
