@@ -31,6 +31,7 @@ mod rolling;
 pub(crate) mod seams;
 mod separation;
 mod shape_cache;
+mod shape_mass;
 pub(crate) mod solve;
 mod valleys;
 mod world;

@@ -126,14 +126,8 @@ pub(crate) fn mass_properties(
     }
     let (mut mass, mut com, mut inertia) = match collider {
         Some(collider) => {
-            let props = collider.shape().mass_properties(density);
-            let frame = DMat3::from_quat(props.principal_inertia_local_frame.as_dquat());
-            let principal = props.principal_inertia().as_dvec3();
-            (
-                props.mass() as f64,
-                props.local_com.as_dvec3(),
-                frame * DMat3::from_diagonal(principal) * frame.transpose(),
-            )
+            let own = super::shape_mass::of(collider.shape().as_ref(), f64::from(density));
+            (own.mass, own.center, own.inertia)
         }
         None => (0.0, DVec3::ZERO, DMat3::ZERO),
     };
