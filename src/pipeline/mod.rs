@@ -1,6 +1,7 @@
 //! The physics step, one stage per file, in data-flow order:
 //!
-//! [`prepare`] (ECS → simulation bodies) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
+//! [`prepare`] (ECS → simulation bodies; `gyroscopic`, the term of Euler's equations the solver's
+//! fixed inertia leaves out) → [`broad_phase`] (candidate pairs) → [`narrow_phase`]
 //! (contact points; with `manifold_view`, parry's answers in world coordinates, `lost_contact`,
 //! a mesh's triangles asked one by one when parry lost a touching pair, `valleys`, the triangle
 //! beyond a concave edge read by its plane, `separation`, parry's normal checked against the
@@ -17,6 +18,7 @@
 
 pub(crate) mod broad_phase;
 mod caps;
+mod gyroscopic;
 mod hull_faces;
 pub(crate) mod integrate;
 pub(crate) mod joints;

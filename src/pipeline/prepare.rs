@@ -268,6 +268,7 @@ pub(crate) fn prepare(
         let (mut linear_impulse, mut angular_impulse) = (DVec3::ZERO, DVec3::ZERO);
         if kind.is_dynamic() {
             linear_impulse += g * (mass * dt);
+            angular_impulse += super::gyroscopic::impulse(rotation, local_inertia, angular_velocity, dt);
             if let Some(f) = body.force {
                 linear_impulse += f.force.as_dvec3() * dt;
                 angular_impulse += f.torque.as_dvec3() * dt;
