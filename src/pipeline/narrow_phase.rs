@@ -13,7 +13,7 @@ use bevy_platform::collections::HashMap;
 use std::time::Instant;
 
 use bevy_ecs::prelude::*;
-use bevy_math::{DMat3, DVec3, Vec3};
+use bevy_math::{DVec3, Vec3};
 use parry3d::math::Pose;
 use parry3d::query::{
     ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher, PersistentQueryDispatcher, TrackedContact,
@@ -26,6 +26,7 @@ use super::manifold_view::{ManifoldView, WorldPose};
 use super::reduction::{Candidate, Reduction, reverse, reversed, suspect};
 use super::refine::{TouchPoint, part};
 use super::separation::{astray, centres_apart};
+use super::shape_mass::farthest;
 use super::valleys::{read_by_plane, read_valley_triangles};
 use super::world::SimBody;
 use crate::resources::PhysicsSettings;
@@ -85,6 +86,9 @@ pub(crate) struct NarrowPhase {
     drawn_manifolds: Vec<ContactManifold<(), ()>>,
     /// The points replacing one manifold (`ManifoldView::replaced`), with their feature ids.
     replaced_points: Vec<(TouchPoint, u64)>,
+    /// Per body this step, `ωᵀ I ω`, twice its energy of turning (`turning_reach`): once a body,
+    /// not once each of its pairs.
+    spin_energies: Vec<f64>,
 }
 
 /// Whether the point where a shape touches moves over its surface as it rolls. parry keeps a
@@ -154,44 +158,21 @@ fn reach(
 
 /// How fast, at most, a point of `body`'s `shape` can move by turning in this step, m/s: the
 /// whole of its kinetic energy relative to the other body (moving at `other_velocity`) spent on
-/// turning it the way that moves its farthest corner fastest. An impact turns a falling body
-/// about the point it strikes, and its far side swings down faster than anything moved before
-/// the step: a five-sided prism landing on a corner at 5 m/s swung the far corners of its face,
-/// beyond the margin when the step began, 5 mm into the slab. Zero for a ball, which turning
-/// does not move; a body the solver does not move turns only as it does.
-///
-/// For a point at `r` from the centre of mass, `|ω × r|² ≤ 2E · rᵀ (tr(I⁻¹) 𝟙 − I⁻¹) r`
-/// whenever `ωᵀ I ω ≤ 2E` (the form's trace bounds the largest eigenvalue of
-/// `[r]×ᵀ I⁻¹ [r]×`, which has rank two, within a factor two). The form is convex, so over the
-/// shape it is largest at a corner of its bounding box. It leaves out turning about the axis
-/// through the point itself: a plank's spin about its length does not move its ends.
-fn turning_reach(body: &SimBody, shape: &dyn Shape, other_velocity: DVec3) -> f32 {
-    if shape.as_ball().is_some() {
-        return 0.0;
-    }
-    let aabb = shape.compute_local_aabb();
-    let (low, high) = (
-        aabb.mins.as_dvec3() - body.local_center_of_mass,
-        aabb.maxs.as_dvec3() - body.local_center_of_mass,
-    );
-    let corners = (0..8).map(|k| {
-        DVec3::new(
-            [low.x, high.x][k & 1],
-            [low.y, high.y][(k >> 1) & 1],
-            [low.z, high.z][k >> 2],
-        )
-    });
-    if !body.kind.is_dynamic() {
-        let farthest = corners.map(DVec3::length).fold(0.0, f64::max);
-        return (body.angular_velocity.length() * farthest) as f32;
-    }
-    let inverse = body.local_inertia.inverse();
-    let form = DMat3::from_diagonal(DVec3::splat(inverse.x_axis.x + inverse.y_axis.y + inverse.z_axis.z)) - inverse;
-    let widest = corners.map(|r| r.dot(form * r)).fold(0.0, f64::max);
-    let relative = body.linear_velocity - other_velocity;
-    let twice_energy =
-        body.mass * relative.length_squared() + body.angular_velocity.dot(body.world_inertia() * body.angular_velocity);
-    let speed = (twice_energy * widest).sqrt();
+/// turning it the way that moves its shape fastest (`shape_mass::turning_sweep`). An impact
+/// turns a falling body about the point it strikes, and its far side swings down faster than
+/// anything moved before the step: a five-sided prism landing on a corner at 5 m/s swung the
+/// far corners of its face, beyond the margin when the step began, 5 mm into the slab. A body
+/// the solver does not move turns only as it does.
+/// `spin_energy` is the body's `ωᵀ I ω`.
+fn turning_reach((body, spin_energy): (&SimBody, f64), shape: &dyn Shape, other_velocity: DVec3) -> f32 {
+    let speed = if body.kind.is_dynamic() {
+        let twice_energy = body.mass * (body.linear_velocity - other_velocity).length_squared() + spin_energy;
+        (twice_energy * body.turning_sweep).sqrt()
+    } else if body.angular_velocity == DVec3::ZERO {
+        0.0
+    } else {
+        body.angular_velocity.length() * farthest(shape, body.local_center_of_mass)
+    };
     if speed.is_finite() { speed as f32 } else { 0.0 }
 }
 
@@ -257,6 +238,12 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
     for cache in world.narrow_phase.cache.values_mut() {
         cache.seen = false;
     }
+    let spin_energies = &mut world.narrow_phase.spin_energies;
+    spin_energies.clear();
+    spin_energies.extend(world.bodies.iter().map(|body| {
+        let own_spin = body.rotation.inverse() * body.angular_velocity;
+        own_spin.dot(body.local_inertia * own_spin)
+    }));
     for &(a, b) in &world.pairs {
         let (body1, body2) = (&world.bodies[a], &world.bodies[b]);
         let (Some(c1), Some(c2)) = (&body1.collider, &body2.collider) else {
@@ -274,6 +261,7 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
             swapped_manifolds,
             drawn_manifolds,
             replaced_points,
+            spin_energies,
         } = &mut world.narrow_phase;
         let cache = cache.entry((body1.entity, body2.entity)).or_default();
         cache.seen = true;
@@ -288,8 +276,8 @@ pub(crate) fn narrow_phase(mut world: ResMut<PhysicsWorld>, settings: Res<Physic
         let (shape1, shape2) = (c1.shape().as_ref(), c2.shape().as_ref());
         let prediction = settings.contact_margin
             + (relative_speed
-                + turning_reach(body1, shape1, body2.linear_velocity)
-                + turning_reach(body2, shape2, body1.linear_velocity))
+                + turning_reach((body1, spin_energies[a]), shape1, body2.linear_velocity)
+                + turning_reach((body2, spin_energies[b]), shape2, body1.linear_velocity))
                 * dt as f32;
         if rolls(shape1) || rolls(shape2) {
             for manifold in &mut cache.manifolds {

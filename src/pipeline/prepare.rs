@@ -245,16 +245,21 @@ pub(crate) fn prepare(
             continue;
         }
         let kind = *body.kind;
-        let (mass, local_center_of_mass, local_inertia) = if kind.is_dynamic() {
+        let (mass, local_center_of_mass, local_inertia, turning_sweep) = if kind.is_dynamic() {
             let density = body.density.as_deref().map_or(1.0, |d| d.0);
             let overrides = (
                 body.mass.as_deref(),
                 body.inertia.as_deref(),
                 body.center_of_mass.as_deref(),
             );
-            let props = world
-                .shape_cache
-                .mass_properties(entity, stamp, || mass_properties(collider, density, overrides));
+            let props = world.shape_cache.mass_properties(entity, stamp, || {
+                mass_properties(collider, density, overrides).map(|(mass, center, inertia)| {
+                    let sweep = collider.map_or(0.0, |c| {
+                        super::shape_mass::turning_sweep(c.shape().as_ref(), center, inertia)
+                    });
+                    (mass, center, inertia, sweep)
+                })
+            });
             match props {
                 Ok(props) => props,
                 Err(reason) => {
@@ -263,7 +268,7 @@ pub(crate) fn prepare(
                 }
             }
         } else {
-            (0.0, DVec3::ZERO, DMat3::ZERO)
+            (0.0, DVec3::ZERO, DMat3::ZERO, 0.0)
         };
         let (mut linear_impulse, mut angular_impulse) = (DVec3::ZERO, DVec3::ZERO);
         if kind.is_dynamic() {
@@ -303,6 +308,7 @@ pub(crate) fn prepare(
             local_center_of_mass,
             mass,
             local_inertia,
+            turning_sweep,
             linear_impulse,
             angular_impulse,
             collider: collider.cloned(),
@@ -339,6 +345,7 @@ pub(crate) fn prepare(
             local_center_of_mass: DVec3::ZERO,
             mass: 0.0,
             local_inertia: DMat3::ZERO,
+            turning_sweep: 0.0,
             linear_impulse: DVec3::ZERO,
             angular_impulse: DVec3::ZERO,
             collider: Some(Collider::clone(&collider)),

@@ -15,8 +15,9 @@ use bevy_ecs::entity::Entity;
 use bevy_math::{DMat3, DVec3};
 use bevy_platform::collections::HashMap;
 
-/// A dynamic body's mass, centre of mass and inertia about it (body frame), or why it has none.
-pub(crate) type MassProperties = Result<(f64, DVec3, DMat3), String>;
+/// A dynamic body's mass, centre of mass and inertia about it (body frame), and how far its
+/// turning can sweep its shape (`shape_mass::turning_sweep`), or why it has none.
+pub(crate) type MassProperties = Result<(f64, DVec3, DMat3, f64), String>;
 
 /// Which of an entity's shape components exist, and whether any changed since the last step.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -118,6 +118,46 @@ fn enclosed(vertices: &[parry3d::math::Vector], triangles: &[[u32; 3]], density:
     }
 }
 
+/// The most `|ω × r|²` can be over `shape`'s points `r` (from `center`) for a turning of
+/// `ωᵀ I ω = 1`, 1/kg: times twice a body's kinetic energy, the square of the fastest its shape
+/// could sweep were all that energy spent on turning it (`narrow_phase::turning_reach`). Zero
+/// for a ball, which turning does not move.
+///
+/// `|ω × r|² ≤ (ωᵀ I ω) · rᵀ (tr(I⁻¹) 𝟙 − I⁻¹) r`: the form's trace bounds the largest
+/// eigenvalue of `[r]×ᵀ I⁻¹ [r]×`, which has rank two, within a factor two. The form is convex,
+/// so over the shape it is largest at a corner of its bounding box. It leaves out turning about
+/// the axis through the point itself: a plank's spin about its length does not move its ends.
+pub(crate) fn turning_sweep(shape: &dyn Shape, center: DVec3, inertia: DMat3) -> f64 {
+    if shape.as_ball().is_some() || inertia.determinant() <= 0.0 {
+        return 0.0;
+    }
+    let inverse = inertia.inverse();
+    let form = DMat3::from_diagonal(DVec3::splat(inverse.x_axis.x + inverse.y_axis.y + inverse.z_axis.z)) - inverse;
+    let sweep = box_corners(shape, center).map(|r| r.dot(form * r)).fold(0.0, f64::max);
+    if sweep.is_finite() { sweep } else { 0.0 }
+}
+
+/// The farthest a point of `shape` lies from `center`, m, to within its bounding box.
+pub(crate) fn farthest(shape: &dyn Shape, center: DVec3) -> f64 {
+    if shape.as_ball().is_some() {
+        return 0.0;
+    }
+    box_corners(shape, center).map(DVec3::length).fold(0.0, f64::max)
+}
+
+/// The corners of `shape`'s bounding box in its frame, from `center`.
+fn box_corners(shape: &dyn Shape, center: DVec3) -> impl Iterator<Item = DVec3> {
+    let aabb = shape.compute_local_aabb();
+    let (low, high) = (aabb.mins.as_dvec3() - center, aabb.maxs.as_dvec3() - center);
+    (0..8).map(move |k| {
+        DVec3::new(
+            [low.x, high.x][k & 1],
+            [low.y, high.y][(k >> 1) & 1],
+            [low.z, high.z][k >> 2],
+        )
+    })
+}
+
 /// `a bᵀ`.
 fn outer(a: DVec3, b: DVec3) -> DMat3 {
     DMat3::from_cols(a * b.x, a * b.y, a * b.z)

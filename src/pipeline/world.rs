@@ -30,6 +30,9 @@ pub(crate) struct SimBody {
     pub mass: f64,
     /// Inertia about the centre of mass in the body frame.
     pub local_inertia: DMat3,
+    /// The most `|ω × r|²` over the shape's points `r` per unit of `ωᵀ I ω`, 1/kg
+    /// (`shape_mass::turning_sweep`); zero for a ball and for bodies the solver does not move.
+    pub turning_sweep: f64,
     /// External impulse over the step, gravity included.
     pub linear_impulse: DVec3,
     pub angular_impulse: DVec3,
