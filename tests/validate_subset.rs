@@ -66,3 +66,18 @@ fn pyramid_solve_converges_fast_locally() {
 fn sliding_trajectory_follows_the_analytic_curve() {
     assert_all_pass(&suite::trajectory().1);
 }
+
+#[test]
+fn a_tumbling_box_keeps_its_angular_momentum_and_energy() {
+    assert_all_pass(&suite::tumbling_box(60));
+}
+
+#[test]
+fn spin_about_the_intermediate_axis_flips_and_about_the_major_axis_holds() {
+    assert_all_pass(&suite::tennis_racket());
+}
+
+#[test]
+fn a_level_top_precesses_at_m_g_d_over_i3_omega3() {
+    assert_all_pass(&suite::level_top_precession());
+}

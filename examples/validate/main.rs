@@ -1,7 +1,8 @@
 //! The analytic validation suite: free fall, a stick/slide map on slopes, stopping distances
 //! (sliding, and rolling against rolling friction),
-//! restitution, contact impulses, the solver's convergence on a pyramid and a sliding box's
-//! trajectory, each against its exact answer and a stated tolerance.
+//! restitution, contact impulses, the solver's convergence on a pyramid, a sliding box's
+//! trajectory, and free rotation (a tumbling box's conserved momentum and energy, the
+//! tennis-racket flip, a top's precession), each against its exact answer and a stated tolerance.
 //!
 //! `cargo run --release --example validate` writes `target/validation/report.md` and SVG plots
 //! beside it, prints the summary table, and exits with status 1 if any check fails.
@@ -73,6 +74,11 @@ fn main() -> ExitCode {
     summary.extend(checks);
     let (slide, checks) = timed("trajectory", suite::trajectory);
     summary.extend(checks);
+    timed("rotation", || {
+        summary.extend(suite::tumbling_box(60));
+        summary.extend(suite::tennis_racket());
+        summary.extend(suite::level_top_precession());
+    });
 
     let failed: Vec<bool> = map_checks.iter().map(|c| !c.pass).collect();
     let plotted = [
